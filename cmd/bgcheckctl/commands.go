@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/auth"
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/postgres"
+)
+
+// openDB connects and applies pending migrations, so every command works on a fresh database.
+func openDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func cmdMigrate(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"applied": applied})
+}
+
+// keyJSON is how the CLI prints a key it has just issued: the only time the raw key is shown.
+type keyJSON struct {
+	*bgcheck.APIKey
+	Key string `json:"key"`
+}
+
+func cmdBootstrap(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
+	account := fs.String("account", "", "account name")
+	email := fs.String("admin-email", "", "e-mail of the first admin user")
+	password := fs.String("admin-password", "", "password of the first admin user (at least 10 characters)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *account == "" || *email == "" || *password == "" {
+		return usageError("bootstrap: --account, --admin-email and --admin-password are required")
+	}
+	if len(*password) < 10 {
+		return usageError("bootstrap: --admin-password must be at least 10 characters")
+	}
+	hash, err := auth.HashPassword(*password)
+	if err != nil {
+		return err
+	}
+	testKey, liveKey := auth.NewAPIKey(bgcheck.ModeTest), auth.NewAPIKey(bgcheck.ModeLive)
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	acct, admin, err := db.Bootstrap(ctx, *account,
+		postgres.NewUser{Email: *email, Name: "", Role: bgcheck.RoleAdmin, PasswordHash: hash},
+		[]postgres.NewAPIKey{newKeyRecord(testKey, "", bgcheck.ModeTest, "default test key"),
+			newKeyRecord(liveKey, "", bgcheck.ModeLive, "default live key")})
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]string{
+		"account_id": acct.ID, "admin_user_id": admin.ID,
+		"test_key": testKey.Raw, "live_key": liveKey.Raw,
+	})
+}
+
+func newKeyRecord(k auth.GeneratedKey, accountID string, mode bgcheck.Mode, name string) postgres.NewAPIKey {
+	return postgres.NewAPIKey{AccountID: accountID, Name: name, Mode: mode, Hash: k.Hash, Prefix: k.Prefix, Last4: k.Last4}
+}
+
+// multiFlag collects a repeated flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func cmdKeysCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	account := fs.String("account", "", "account id (acct_…)")
+	mode := fs.String("mode", "", "test or live")
+	name := fs.String("name", "", "a name to tell the key apart")
+	scopes := fs.String("scopes", "", "comma-separated scopes; none means full access")
+	expires := fs.String("expires-at", "", "RFC 3339 time after which the key stops working")
+	var allow multiFlag
+	fs.Var(&allow, "allow-ip", "IP address or CIDR prefix the key may be used from (repeatable)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *account == "" {
+		return usageError("keys create: --account is required")
+	}
+	m := bgcheck.Mode(*mode)
+	if !m.Valid() {
+		return usageError("keys create: --mode must be test or live")
+	}
+	rec := newKeyRecord(auth.GeneratedKey{}, *account, m, *name)
+	for _, s := range strings.Split(*scopes, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(bgcheck.Scopes, s) {
+			return usageError(fmt.Sprintf("keys create: unknown scope %q (valid: %s)", s, strings.Join(bgcheck.Scopes, ", ")))
+		}
+		rec.Scopes = append(rec.Scopes, s)
+	}
+	if *expires != "" {
+		t, err := time.Parse(time.RFC3339, *expires)
+		if err != nil {
+			return usageError("keys create: --expires-at must be an RFC 3339 time such as 2027-01-01T00:00:00Z")
+		}
+		rec.ExpiresAt = &t
+	}
+	for _, a := range allow {
+		p, err := config.ParsePrefix(a)
+		if err != nil {
+			return usageError("keys create: --allow-ip " + err.Error())
+		}
+		rec.AllowedIPs = append(rec.AllowedIPs, p)
+	}
+	if rec.AllowedIPs == nil {
+		rec.AllowedIPs = []netip.Prefix{}
+	}
+	gen := auth.NewAPIKey(m)
+	rec.Hash, rec.Prefix, rec.Last4 = gen.Hash, gen.Prefix, gen.Last4
+
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	key, err := db.CreateAPIKey(ctx, rec)
+	if err != nil {
+		if bgcheck.ErrorCode(err) == bgcheck.CodeNotFound {
+			return fmt.Errorf("keys create: no account %s", *account)
+		}
+		return err
+	}
+	return printJSON(stdout, keyJSON{key, gen.Raw})
+}
+
+func cmdKeysRevoke(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return usageError("keys revoke: give exactly one key id (key_…)")
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.RevokeAPIKey(ctx, "", args[0]); err != nil {
+		if bgcheck.ErrorCode(err) == bgcheck.CodeNotFound {
+			return fmt.Errorf("keys revoke: no key %s", args[0])
+		}
+		return err
+	}
+	return printJSON(stdout, map[string]any{"id": args[0], "revoked": true})
+}
+
+func cmdUsersCreate(ctx context.Context, cfg config.Config, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("users create", flag.ContinueOnError)
+	account := fs.String("account", "", "account id (acct_…)")
+	email := fs.String("email", "", "the user's e-mail")
+	role := fs.String("role", "", "admin or consumer")
+	name := fs.String("name", "", "the user's name")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	r := bgcheck.Role(*role)
+	if *account == "" || *email == "" || (r != bgcheck.RoleAdmin && r != bgcheck.RoleConsumer) {
+		return usageError("users create: --account, --email and --role admin|consumer are required")
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return err
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if len(password) < 10 {
+		return usageError("users create: the password on stdin must be at least 10 characters")
+	}
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	u, err := db.CreateUser(ctx, postgres.NewUser{AccountID: *account, Email: *email, Name: *name, Role: r, PasswordHash: hash})
+	if err != nil {
+		if bgcheck.ErrorCode(err) == bgcheck.CodeNotFound {
+			return fmt.Errorf("users create: no account %s", *account)
+		}
+		return err
+	}
+	return printJSON(stdout, u)
+}

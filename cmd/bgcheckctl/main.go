@@ -1,0 +1,95 @@
+// Command bgcheckctl is the operator's tool (API.md §9): apply migrations, bootstrap an account,
+// issue and revoke API keys, and create portal users.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/bgcheck/bgcheck/config"
+)
+
+const usage = `usage: bgcheckctl <command> [flags]
+
+commands:
+  migrate                                   apply pending database migrations
+  bootstrap --account NAME --admin-email E --admin-password P
+                                            create an account, its admin and a test and a live key
+  keys create --account ID --mode test|live [--name N] [--scopes a,b] [--expires-at T] [--allow-ip CIDR]...
+  keys revoke ID
+  users create --account ID --email E --role admin|consumer [--name N]   (password on stdin)
+
+DATABASE_URL selects the database (default ` + config.DefaultDatabaseURL + `).
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bgcheckctl:", err)
+		if _, ok := err.(usageError); ok {
+			fmt.Fprint(os.Stderr, usage)
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake in the command line, answered with the usage text.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError("no command given")
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	cmd, rest := args[0], args[1:]
+	if (cmd == "keys" || cmd == "users") && len(rest) > 0 {
+		cmd, rest = cmd+" "+rest[0], rest[1:]
+	}
+	switch cmd {
+	case "migrate":
+		return cmdMigrate(ctx, cfg, stdout)
+	case "bootstrap":
+		return cmdBootstrap(ctx, cfg, rest, stdout)
+	case "keys create":
+		return cmdKeysCreate(ctx, cfg, rest, stdout)
+	case "keys revoke":
+		return cmdKeysRevoke(ctx, cfg, rest, stdout)
+	case "users create":
+		return cmdUsersCreate(ctx, cfg, rest, stdin, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown command %q", cmd))
+}
+
+// parseFlags parses a subcommand's flags, reporting mistakes as usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0)))
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

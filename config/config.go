@@ -1,0 +1,123 @@
+// Package config reads the environment variables of API.md §9 into one struct, so every binary
+// agrees on names and defaults.
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Defaults of API.md §9.
+const (
+	DefaultDatabaseURL       = "postgres://postgres@127.0.0.1:5432/bgcheck?sslmode=disable"
+	DefaultTemporalAddress   = "127.0.0.1:7233"
+	DefaultTemporalNamespace = "default"
+	DefaultHTTPAddr          = ":8080"
+	DefaultRetrySchedule     = "1m,5m,30m,2h,24h"
+	DefaultPortalURL         = "http://localhost:8080"
+)
+
+// Config is everything the binaries read from the environment.
+type Config struct {
+	DatabaseURL             string
+	TemporalAddress         string
+	TemporalNamespace       string
+	HTTPAddr                string
+	AllowPrivateWebhookURLs bool
+	RetrySchedule           string
+	JWTSigningKey           string
+	RedisURL                string
+	SMTPURL                 string
+	PortalURL               string
+	TrustedProxies          []netip.Prefix
+	LogLevel                string
+}
+
+// FromEnv reads the configuration; a malformed value is an error that names the variable.
+func FromEnv() (Config, error) {
+	c := Config{
+		DatabaseURL:       get("DATABASE_URL", DefaultDatabaseURL),
+		TemporalAddress:   get("TEMPORAL_ADDRESS", DefaultTemporalAddress),
+		TemporalNamespace: get("TEMPORAL_NAMESPACE", DefaultTemporalNamespace),
+		HTTPAddr:          get("BGCHECK_HTTP_ADDR", DefaultHTTPAddr),
+		RetrySchedule:     get("BGCHECK_RETRY_SCHEDULE", DefaultRetrySchedule),
+		JWTSigningKey:     os.Getenv("BGCHECK_JWT_SIGNING_KEY"),
+		RedisURL:          os.Getenv("BGCHECK_REDIS_URL"),
+		SMTPURL:           os.Getenv("BGCHECK_SMTP_URL"),
+		PortalURL:         get("BGCHECK_PORTAL_URL", DefaultPortalURL),
+		LogLevel:          get("BGCHECK_LOG_LEVEL", "info"),
+	}
+	var err error
+	if c.AllowPrivateWebhookURLs, err = getBool("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS", false); err != nil {
+		return c, err
+	}
+	if c.TrustedProxies, err = ParsePrefixes(os.Getenv("BGCHECK_TRUSTED_PROXIES")); err != nil {
+		return c, fmt.Errorf("BGCHECK_TRUSTED_PROXIES: %w", err)
+	}
+	return c, nil
+}
+
+// ParsePrefixes reads a comma-separated list of IP addresses and CIDR prefixes; a bare address
+// is a prefix of one address.
+func ParsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := ParsePrefix(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ParsePrefix reads an IP address or CIDR prefix, v4 or v6, and returns it masked.
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
+		}
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-unmapBits(p)).Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// unmapBits is how many leading bits an IPv4-mapped IPv6 prefix loses when written as IPv4.
+func unmapBits(p netip.Prefix) int {
+	if p.Addr().Is4In6() {
+		return 96
+	}
+	return 0
+}
+
+func get(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func getBool(name string, def bool) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not true or false", name, v)
+	}
+	return b, nil
+}

@@ -1,0 +1,81 @@
+// Package bgcheck holds the domain types every other package of the service shares: accounts,
+// API keys, webhook endpoints, candidates, events, and the one error type whose codes the HTTP
+// layer maps to problem+json answers (API.md §1).
+package bgcheck
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code. Clients branch on it, so a code never changes
+// meaning once published; the HTTP status for each lives in one table in package api.
+type Code string
+
+// The codes of API.md §1.
+const (
+	CodeMalformedJSON      Code = "malformed_json"
+	CodeBodyTooLarge       Code = "body_too_large"
+	CodeValidationFailed   Code = "validation_failed"
+	CodeMissingAPIKey      Code = "missing_api_key"
+	CodeInvalidAPIKey      Code = "invalid_api_key"
+	CodeAPIKeyExpired      Code = "api_key_expired"
+	CodeIPNotAllowed       Code = "ip_not_allowed"
+	CodeInsufficientScope  Code = "insufficient_scope"
+	CodeMissingToken       Code = "missing_token"
+	CodeInvalidToken       Code = "invalid_token"
+	CodeTokenExpired       Code = "token_expired"
+	CodeForbidden          Code = "forbidden"
+	CodeInvalidCredentials Code = "invalid_credentials"
+	CodeRefreshTokenReused Code = "refresh_token_reused"
+	CodeInvalidMagicLink   Code = "invalid_magic_link"
+	CodeTestModeOnly       Code = "test_mode_only"
+	CodeNotFound           Code = "not_found"
+	CodeEmailTaken         Code = "email_taken"
+	CodeRateLimited        Code = "rate_limited"
+	CodeInternal           Code = "internal"
+)
+
+// FieldError names one request field that failed validation and says why.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is the service's one error type. Detail is safe to show to the caller; anything that is
+// not an *Error reaching the HTTP layer is reported as CodeInternal and only logged.
+type Error struct {
+	Code   Code
+	Detail string
+	Fields []FieldError
+}
+
+func (e *Error) Error() string {
+	if e.Detail == "" {
+		return string(e.Code)
+	}
+	return string(e.Code) + ": " + e.Detail
+}
+
+// Errorf returns an *Error with the given code and a formatted, caller-safe detail.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+// ErrNotFound is returned by storage when a record is absent, belongs to another account, or to
+// the other mode: the three are indistinguishable to the caller on purpose.
+var ErrNotFound = &Error{Code: CodeNotFound, Detail: "no such resource"}
+
+// ValidationError reports one or more invalid fields as CodeValidationFailed.
+func ValidationError(fields ...FieldError) *Error {
+	return &Error{Code: CodeValidationFailed, Detail: "the request has invalid fields", Fields: fields}
+}
+
+// ErrorCode returns the code of err when it is (or wraps) an *Error, and CodeInternal otherwise.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}

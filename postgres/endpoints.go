@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bgcheck/bgcheck"
+)
+
+// MaxEndpointsPerMode is how many live (not deleted) webhook endpoints an account may have in
+// each mode (API.md §4).
+const MaxEndpointsPerMode = 50
+
+const endpointColumns = `id, account_id, mode, url, events, description, enabled, secret, created_at, updated_at`
+
+// EndpointPatch holds the fields of a PATCH; nil means "leave as it is".
+type EndpointPatch struct {
+	URL         *string
+	Events      []string
+	Description *string
+	Enabled     *bool
+}
+
+// CreateEndpoint stores a new endpoint for the tenant. Past MaxEndpointsPerMode it returns a
+// validation error; the count and the insert happen under a per-tenant lock, so concurrent
+// creates cannot overshoot the limit.
+func (db *DB) CreateEndpoint(ctx context.Context, t bgcheck.Tenant, e bgcheck.WebhookEndpoint) (*bgcheck.WebhookEndpoint, error) {
+	var out *bgcheck.WebhookEndpoint
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('endpoints:' || $1 || ':' || $2, 0))`,
+			t.AccountID, t.Mode); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints
+			WHERE account_id = $1 AND mode = $2 AND deleted_at IS NULL`, t.AccountID, t.Mode).Scan(&n); err != nil {
+			return err
+		}
+		if n >= MaxEndpointsPerMode {
+			return bgcheck.ValidationError(bgcheck.FieldError{Field: "url",
+				Message: fmt.Sprintf("an account may have at most %d webhook endpoints per mode", MaxEndpointsPerMode)})
+		}
+		rows, err := tx.Query(ctx, `
+			INSERT INTO webhook_endpoints (id, account_id, mode, url, events, description, enabled, secret)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+endpointColumns,
+			bgcheck.NewID(bgcheck.PrefixEndpoint), t.AccountID, t.Mode, e.URL, e.Events, e.Description, e.Enabled, e.Secret)
+		out, err = collectOne[bgcheck.WebhookEndpoint](rows, err)
+		return err
+	})
+	return out, err
+}
+
+// ListEndpoints returns a page of the tenant's endpoints, newest first.
+func (db *DB) ListEndpoints(ctx context.Context, t bgcheck.Tenant, p bgcheck.ListParams) (bgcheck.Page[*bgcheck.WebhookEndpoint], error) {
+	return page(ctx, db, p, func(e *bgcheck.WebhookEndpoint) string { return e.ID }, `
+		SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE account_id = $1 AND mode = $2 AND deleted_at IS NULL AND ($3 = '' OR id < $3)
+		ORDER BY id DESC LIMIT $4`, t.AccountID, t.Mode)
+}
+
+// FindEndpoint returns one of the tenant's endpoints.
+func (db *DB) FindEndpoint(ctx context.Context, t bgcheck.Tenant, id string) (*bgcheck.WebhookEndpoint, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`, id, t.AccountID, t.Mode)
+	return collectOne[bgcheck.WebhookEndpoint](rows, err)
+}
+
+// UpdateEndpoint applies a patch and returns the endpoint as it now is.
+func (db *DB) UpdateEndpoint(ctx context.Context, t bgcheck.Tenant, id string, p EndpointPatch) (*bgcheck.WebhookEndpoint, error) {
+	rows, err := db.pool.Query(ctx, `
+		UPDATE webhook_endpoints SET
+			url = coalesce($4, url),
+			events = coalesce($5, events),
+			description = coalesce($6, description),
+			enabled = coalesce($7, enabled),
+			updated_at = now()
+		WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL
+		RETURNING `+endpointColumns, id, t.AccountID, t.Mode, p.URL, p.Events, p.Description, p.Enabled)
+	return collectOne[bgcheck.WebhookEndpoint](rows, err)
+}
+
+// RotateEndpointSecret replaces the endpoint's signing secret; the old one is never used again.
+func (db *DB) RotateEndpointSecret(ctx context.Context, t bgcheck.Tenant, id, secret string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE webhook_endpoints SET secret = $4, updated_at = now()
+		WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`, id, t.AccountID, t.Mode, secret)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return bgcheck.ErrNotFound
+	}
+	return nil
+}
+
+// DeleteEndpoint removes an endpoint from the API. The row stays, marked deleted, so the
+// history of its deliveries survives; its pending deliveries are canceled in the same
+// transaction.
+func (db *DB) DeleteEndpoint(ctx context.Context, t bgcheck.Tenant, id string) error {
+	return db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now(), enabled = false, updated_at = now()
+			WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`, id, t.AccountID, t.Mode)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return bgcheck.ErrNotFound
+		}
+		_, err = tx.Exec(ctx, `UPDATE deliveries SET status = 'canceled', next_attempt_at = NULL, updated_at = now()
+			WHERE endpoint_id = $1 AND status = 'pending'`, id)
+		return err
+	})
+}

@@ -1,0 +1,156 @@
+// Package pgtest gives each test its own freshly migrated PostgreSQL database. The migrations run
+// once per migration set into a template database; every test then gets a cheap copy of it
+// (CREATE DATABASE … TEMPLATE) that is dropped when the test ends.
+//
+// The server is BGCHECK_TEST_DATABASE_URL, by default the local PostgreSQL of the development
+// machines (postgres@127.0.0.1:5432). `make test` points it at a throwaway server when none runs.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bgcheck/bgcheck/postgres"
+)
+
+// DefaultURL is the server used when BGCHECK_TEST_DATABASE_URL is unset.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// ServerURL returns the URL of the maintenance database of the test server.
+func ServerURL() string {
+	if u := os.Getenv("BGCHECK_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// NewURL creates a fresh, migrated database and returns its URL; the database is dropped when
+// the test ends. Use it when the code under test opens its own connections.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, ServerURL())
+	if err != nil {
+		t.Fatalf("pgtest: cannot reach the test PostgreSQL at %s (set BGCHECK_TEST_DATABASE_URL or run `make test`): %v", ServerURL(), err)
+	}
+	defer admin.Close(ctx)
+
+	template, err := ensureTemplate(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	name := "bgcheck_t_" + randomSuffix()
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, template)); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, ServerURL())
+		if err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+		}
+	})
+	return withDatabase(ServerURL(), name)
+}
+
+// NewDB returns an open handle on a fresh, migrated database, closed when the test ends.
+func NewDB(t testing.TB) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// ensureTemplate returns the name of a template database holding the current migrations,
+// creating it if needed. An advisory lock on the server serializes test processes (go test runs
+// packages in parallel); the template is built under a temporary name and renamed only when
+// complete, so a crashed build is never used.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
+	name := "bgcheck_tmpl_" + migrationsHash()
+	if _, err := admin.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('bgcheck pgtest template', 0))`); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtextextended('bgcheck pgtest template', 0))`)
+
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_building"
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, building)); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, building)); err != nil {
+		return "", err
+	}
+	db, err := postgres.Open(ctx, withDatabase(ServerURL(), building))
+	if err != nil {
+		return "", err
+	}
+	_, err = db.Migrate(ctx)
+	db.Close()
+	if err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s RENAME TO %s`, building, name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// migrationsHash names the template after the migration files, so a changed migration gets a
+// new template instead of a stale one.
+func migrationsHash() string {
+	h := sha256.New()
+	_ = fs.WalkDir(postgres.Migrations(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(postgres.Migrations(), path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func withDatabase(serverURL, name string) string {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		panic(fmt.Sprintf("pgtest: bad server URL %q: %v", serverURL, err))
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

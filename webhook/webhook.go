@@ -1,0 +1,101 @@
+// Package webhook is the wire format of bgcheck's webhooks: the event types, the envelope every
+// delivery carries, endpoint secrets, and the X-Service-Signature header (API.md §6). Receivers
+// may import it to verify deliveries; it depends on nothing else in the service.
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The event types of API.md §6, in the order the spec lists them.
+const (
+	EventCheckCreated           = "check.created"
+	EventCheckCompleted         = "check.completed"
+	EventCheckFailed            = "check.failed"
+	EventReportReady            = "report.ready"
+	EventAdverseActionCreated   = "adverse_action.created"
+	EventAdverseActionFinalized = "adverse_action.finalized"
+	EventDisputeFiled           = "dispute.filed"
+	EventDisputeResolved        = "dispute.resolved"
+	EventCandidateUpdated       = "candidate.updated"
+	AllEvents                   = "*" // subscribes an endpoint to every type
+	SignatureHeader             = "X-Service-Signature"
+	signaturePrefix             = "sha256="
+	secretPrefix                = "whsec_"
+	secretBytes                 = 32 // 256 bits
+)
+
+// EventTypes lists every event type an endpoint may subscribe to.
+var EventTypes = []string{
+	EventCheckCreated, EventCheckCompleted, EventCheckFailed, EventReportReady,
+	EventAdverseActionCreated, EventAdverseActionFinalized, EventDisputeFiled,
+	EventDisputeResolved, EventCandidateUpdated,
+}
+
+// ValidEventType reports whether t is one of EventTypes.
+func ValidEventType(t string) bool { return slices.Contains(EventTypes, t) }
+
+// NewSecret returns a fresh endpoint secret: "whsec_" and 256 random bits in unpadded base64url.
+// The HMAC key is the whole string's bytes, prefix included, exactly as the caller receives it.
+func NewSecret() string {
+	var b [secretBytes]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return secretPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Envelope is the JSON body of every delivery (API.md §2.2).
+type Envelope struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	CreatedAt time.Time       `json:"created_at"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// EncodeEnvelope renders the body of an event once. The bytes are stored with the event and sent
+// unchanged on every attempt, so signatures and receivers' deduplication see the same body.
+func EncodeEnvelope(id, eventType string, createdAt time.Time, data any) ([]byte, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Envelope{ID: id, Type: eventType, CreatedAt: createdAt.UTC(), Data: raw})
+}
+
+// Sign returns the X-Service-Signature value for body: "sha256=" and the lowercase hex
+// HMAC-SHA256 of the raw bytes keyed with the endpoint secret.
+func Sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return signaturePrefix + hex.EncodeToString(mac.Sum(nil))
+}
+
+// ErrInvalidSignature is returned by Verify when the header does not match the body.
+var ErrInvalidSignature = errors.New("webhook: signature does not match the body")
+
+// Verify checks an X-Service-Signature header against the raw request body, in constant time.
+// Pass the body exactly as received: re-serialized JSON will not match.
+func Verify(secret string, body []byte, header string) error {
+	got, ok := strings.CutPrefix(strings.TrimSpace(header), signaturePrefix)
+	if !ok {
+		return ErrInvalidSignature
+	}
+	gotMAC, err := hex.DecodeString(got)
+	if err != nil {
+		return ErrInvalidSignature
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	if !hmac.Equal(gotMAC, mac.Sum(nil)) {
+		return ErrInvalidSignature
+	}
+	return nil
+}
