@@ -17,10 +17,7 @@ import (
 
 type ctxKey int
 
-const (
-	requestInfoKey ctxKey = iota
-	apiKeyKey
-)
+const requestInfoKey ctxKey = 0
 
 // requestInfo travels with each request: set up first, filled in by later middleware (the
 // account, once a credential is verified), read by the access log when the request is done.
@@ -28,6 +25,7 @@ type requestInfo struct {
 	id        string
 	client    netip.Addr
 	accountID string
+	apiKey    *bgcheck.APIKey // set by requireAPIKey
 	log       *slog.Logger
 }
 
@@ -90,7 +88,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		ri := &requestInfo{id: newRequestID(), client: s.clientIP(r), log: s.log}
 		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey, ri))
-		w.Header().Set("X-Request-Id", ri.id)
+		w.Header()["X-Request-Id"] = []string{ri.id}
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
@@ -186,7 +184,9 @@ func limitBody(next http.Handler) http.Handler {
 			writeError(w, r, bgcheck.Errorf(bgcheck.CodeBodyTooLarge, "the request body is larger than %d bytes", maxBodyBytes))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -206,14 +206,14 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		ri.accountID = key.AccountID
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), apiKeyKey, key)))
+		ri.accountID, ri.apiKey = key.AccountID, key
+		next.ServeHTTP(w, r)
 	})
 }
 
 // apiKeyOf returns the verified key of a request that passed requireAPIKey.
 func apiKeyOf(r *http.Request) *bgcheck.APIKey {
-	return r.Context().Value(apiKeyKey).(*bgcheck.APIKey)
+	return infoOf(r.Context()).apiKey
 }
 
 // tenantOf is the account and mode a key-authenticated request acts in.

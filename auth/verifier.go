@@ -93,6 +93,12 @@ func (v *Verifier) lookup(ctx context.Context, hash [32]byte, now time.Time) (*b
 	if ok && now.Sub(c.loadedAt) < v.ttl {
 		return c.key, nil
 	}
+	return v.load(ctx, hash)
+}
+
+// load fetches a key on a cache miss; concurrent misses for one key share the query. It is apart
+// from lookup so the hit path allocates nothing for the closure.
+func (v *Verifier) load(ctx context.Context, hash [32]byte) (*bgcheck.APIKey, error) {
 	res, err, _ := v.group.Do(string(hash[:]), func() (any, error) {
 		loadedAt := v.now()
 		key, err := v.store.FindAPIKeyByHash(context.WithoutCancel(ctx), hash[:])
