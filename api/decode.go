@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,17 +19,20 @@ const maxBodyBytes = 1 << 20
 // unknown fields and trailing data, and translates every failure into the codes of API.md §1:
 // malformed_json, body_too_large, or validation_failed for a value of the wrong JSON type.
 func decodeJSON(r *http.Request, dst any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	// Only an object is a request: null, arrays and scalars are malformed, not "no fields".
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] != '{' {
+		return bgcheck.Errorf(bgcheck.CodeMalformedJSON, "the request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		if err != nil {
-			if e := decodeError(err); bgcheck.ErrorCode(e) == bgcheck.CodeBodyTooLarge {
-				return e
-			}
-		}
 		return bgcheck.Errorf(bgcheck.CodeMalformedJSON, "the request body must hold a single JSON object")
 	}
 	return nil

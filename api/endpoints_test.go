@@ -102,6 +102,8 @@ func TestEndpointCreateValidation(t *testing.T) {
 		"unknown field": `{"url":"https://example.com","secret":"mine"}`,
 		"empty body":    ``,
 		"array":         `[{"url":"https://example.com"}]`,
+		"null":          `null`,
+		"a string":      `"https://example.com"`,
 		"two objects":   `{"url":"https://example.com"}{"url":"https://example.org"}`,
 	}
 	for name, body := range malformed {

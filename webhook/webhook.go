@@ -52,7 +52,7 @@ func NewSecret() string {
 	return secretPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// Envelope is the JSON body of every delivery (API.md §2.2).
+// Envelope is the JSON body of every delivery (product spec §2.2, API.md §6).
 type Envelope struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`

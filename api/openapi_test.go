@@ -1,0 +1,417 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/auth"
+	"github.com/bgcheck/bgcheck/postgres"
+)
+
+// The tests in this file hold api/openapi.json to the router: every route is documented and every
+// documented operation is served, with the authentication and scope the document claims.
+
+// openAPIMethods are the operation keys of an OpenAPI path item.
+var openAPIMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// openAPIOperation is the part of an operation object the tests read.
+type openAPIOperation struct {
+	OperationID string                     `json:"operationId"`
+	Security    *[]map[string][]string     `json:"security"`
+	Scope       string                     `json:"x-required-scope"`
+	Parameters  []json.RawMessage          `json:"parameters"`
+	Responses   map[string]json.RawMessage `json:"responses"`
+}
+
+// openAPISpec is a parsed document: its operations keyed "METHOD /path", and the whole tree for
+// resolving references.
+type openAPISpec struct {
+	version    string
+	security   []map[string][]string
+	operations map[string]openAPIOperation
+	pathParams map[string][]json.RawMessage // path-item-level parameters, by path
+	tree       any
+}
+
+func loadOpenAPISpec(t *testing.T) *openAPISpec {
+	t.Helper()
+	var doc struct {
+		OpenAPI  string                                `json:"openapi"`
+		Security []map[string][]string                 `json:"security"`
+		Paths    map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatalf("openapi.json is not valid JSON: %v", err)
+	}
+	spec := &openAPISpec{
+		version:    doc.OpenAPI,
+		security:   doc.Security,
+		operations: make(map[string]openAPIOperation),
+		pathParams: make(map[string][]json.RawMessage),
+	}
+	if err := json.Unmarshal(openAPIDocument, &spec.tree); err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths {
+		if raw, ok := item["parameters"]; ok {
+			var params []json.RawMessage
+			if err := json.Unmarshal(raw, &params); err != nil {
+				t.Fatalf("%s: parameters: %v", path, err)
+			}
+			spec.pathParams[path] = params
+		}
+		for _, method := range openAPIMethods {
+			raw, ok := item[method]
+			if !ok {
+				continue
+			}
+			var op openAPIOperation
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", strings.ToUpper(method), path, err)
+			}
+			spec.operations[strings.ToUpper(method)+" "+path] = op
+		}
+	}
+	return spec
+}
+
+// needsAPIKey reports whether op requires the ApiKey scheme: its own security, or the document's
+// when it has none.
+func (s *openAPISpec) needsAPIKey(op openAPIOperation) bool {
+	security := s.security
+	if op.Security != nil {
+		security = *op.Security
+	}
+	return slices.ContainsFunc(security, func(req map[string][]string) bool {
+		_, ok := req["ApiKey"]
+		return ok
+	})
+}
+
+// resolve follows a local reference ("#/components/…") through the document.
+func (s *openAPISpec) resolve(ref string) (any, bool) {
+	rest, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, false
+	}
+	node := s.tree
+	if rest == "" {
+		return node, true
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return nil, false
+	}
+	for _, token := range strings.Split(rest[1:], "/") {
+		token = strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
+		obj, ok := node.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if node, ok = obj[token]; !ok {
+			return nil, false
+		}
+	}
+	return node, true
+}
+
+// object decodes raw and, when it is a reference, returns what it refers to; nil (after reporting
+// why) when that is not an object.
+func (s *openAPISpec) object(t *testing.T, raw json.RawMessage) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Errorf("%s is not an object: %v", raw, err)
+		return nil
+	}
+	for range 10 {
+		ref, ok := v["$ref"].(string)
+		if !ok {
+			return v
+		}
+		target, _ := s.resolve(ref)
+		if v, ok = target.(map[string]any); !ok {
+			t.Errorf("$ref %s does not name an object", ref)
+			return nil
+		}
+	}
+	t.Errorf("%s: $ref chain too long", raw)
+	return nil
+}
+
+// refs returns every "$ref" value in the tree.
+func refs(node any) []string {
+	var out []string
+	switch n := node.(type) {
+	case map[string]any:
+		if ref, ok := n["$ref"].(string); ok {
+			out = append(out, ref)
+		}
+		for _, v := range n {
+			out = append(out, refs(v)...)
+		}
+	case []any:
+		for _, v := range n {
+			out = append(out, refs(v)...)
+		}
+	}
+	return out
+}
+
+// routerRoutes walks a router and returns "METHOD /path" for each route, without the trailing
+// slash chi gives the root of a sub-router ("/api/v1/candidates/" is served as
+// "/api/v1/candidates").
+func routerRoutes(t *testing.T, h http.Handler) []string {
+	t.Helper()
+	routes, ok := h.(chi.Routes)
+	if !ok {
+		t.Fatalf("Handler() is a %T, not a chi.Routes", h)
+	}
+	var out []string
+	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if len(route) > 1 {
+			route = strings.TrimSuffix(route, "/")
+		}
+		out = append(out, method+" "+route)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// routeDiff returns the routes the document lacks and the documented operations no route serves.
+func routeDiff(served []string, documented map[string]openAPIOperation) (undocumented, unserved []string) {
+	for _, r := range served {
+		if _, ok := documented[r]; !ok {
+			undocumented = append(undocumented, r)
+		}
+	}
+	for r := range documented {
+		if !slices.Contains(served, r) {
+			unserved = append(unserved, r)
+		}
+	}
+	slices.Sort(unserved)
+	return undocumented, unserved
+}
+
+func TestOpenAPIDocumentIsWellFormed(t *testing.T) {
+	spec := loadOpenAPISpec(t)
+	if !strings.HasPrefix(spec.version, "3.1") {
+		t.Errorf(`"openapi" is %q, want 3.1.x`, spec.version)
+	}
+	if len(spec.operations) == 0 {
+		t.Fatal("the document has no operations")
+	}
+
+	for _, ref := range refs(spec.tree) {
+		if !strings.HasPrefix(ref, "#/components/") {
+			t.Errorf("$ref %q: only references into #/components/ are expected", ref)
+			continue
+		}
+		if _, ok := spec.resolve(ref); !ok {
+			t.Errorf("$ref %q names no component", ref)
+		}
+	}
+
+	seenIDs := make(map[string]string)
+	pathParam := regexp.MustCompile(`\{([^}]+)\}`)
+	for key, op := range spec.operations {
+		switch {
+		case op.OperationID == "":
+			t.Errorf("%s has no operationId", key)
+		case seenIDs[op.OperationID] != "":
+			t.Errorf("%s and %s share the operationId %q", key, seenIDs[op.OperationID], op.OperationID)
+		default:
+			seenIDs[op.OperationID] = key
+		}
+		if len(op.Responses) == 0 {
+			t.Errorf("%s documents no response", key)
+		}
+		for status, raw := range op.Responses {
+			if r := spec.object(t, raw); r != nil && r["description"] == nil {
+				t.Errorf("%s: response %s has no description", key, status)
+			}
+		}
+		if spec.needsAPIKey(op) && op.Scope == "" {
+			t.Errorf("%s needs an API key but names no x-required-scope", key)
+		}
+		if op.Scope != "" && !slices.Contains(bgcheck.Scopes, op.Scope) {
+			t.Errorf("%s: x-required-scope %q is not a scope", key, op.Scope)
+		}
+
+		// Every {name} in the path is declared as a path parameter, by the path item or the
+		// operation.
+		path := key[strings.Index(key, " ")+1:]
+		declared := make(map[string]bool)
+		for _, raw := range slices.Concat(spec.pathParams[path], op.Parameters) {
+			p := spec.object(t, raw)
+			if p["in"] == "path" {
+				declared[fmt.Sprint(p["name"])] = p["required"] == true
+			}
+		}
+		for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
+			if !declared[m[1]] {
+				t.Errorf("%s: path parameter %q is not declared (as required)", key, m[1])
+			}
+		}
+	}
+}
+
+func TestOpenAPIMatchesRouter(t *testing.T) {
+	spec := loadOpenAPISpec(t)
+	served := routerRoutes(t, New(nil, nil, Options{}).Handler())
+	if len(served) == 0 {
+		t.Fatal("walking the router found no routes")
+	}
+	undocumented, unserved := routeDiff(served, spec.operations)
+	for _, r := range undocumented {
+		t.Errorf("route %s is served but not in openapi.json", r)
+	}
+	for _, r := range unserved {
+		t.Errorf("openapi.json documents %s, which the router does not serve", r)
+	}
+
+	// The comparison itself must notice a route added without documentation.
+	s := New(nil, nil, Options{})
+	s.extraKeyRoutes = func(r chi.Router) {
+		r.Get("/undocumented/{thingID}/", func(http.ResponseWriter, *http.Request) {})
+	}
+	undocumented, _ = routeDiff(routerRoutes(t, s.Handler()), spec.operations)
+	if !slices.Contains(undocumented, "GET /api/v1/undocumented/{thingID}") {
+		t.Errorf("an extra route went unnoticed: undocumented routes are %q", undocumented)
+	}
+}
+
+func TestOpenAPIServedDocument(t *testing.T) {
+	rec := httptest.NewRecorder()
+	quiet := Options{Logger: slog.New(slog.DiscardHandler)}
+	New(nil, nil, quiet).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /api/v1/openapi.json: status %d", rec.Code)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	if !bytes.Equal(rec.Body.Bytes(), openAPIDocument) {
+		t.Error("the body is not the embedded document")
+	}
+}
+
+// openAPIKeys issues keys with chosen scopes for one account on a real database.
+type openAPIKeys struct {
+	t         *testing.T
+	db        *postgres.DB
+	accountID string
+}
+
+// add stores a test-mode key with the given scopes and returns the raw key.
+func (k openAPIKeys) add(scopes []string) string {
+	g := auth.NewAPIKey(bgcheck.ModeTest)
+	if _, err := k.db.CreateAPIKey(context.Background(), postgres.NewAPIKey{
+		AccountID: k.accountID, Mode: bgcheck.ModeTest, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4, Scopes: scopes,
+	}); err != nil {
+		k.t.Fatal(err)
+	}
+	return g.Raw
+}
+
+// TestOpenAPISecurityMatchesRouter sends each documented operation a request the handler refuses
+// before it needs the database (a malformed path id, ?limit=0, an empty body) and checks that the
+// router enforces the authentication and the scope the document states, and answers only statuses
+// the document lists.
+func TestOpenAPISecurityMatchesRouter(t *testing.T) {
+	spec := loadOpenAPISpec(t)
+	srv, _ := newInternalServer(t, slog.New(slog.DiscardHandler))
+	acct, _, err := srv.db.Bootstrap(context.Background(), "Scopes",
+		postgres.NewUser{Email: bgcheck.NewID("u") + "@example.com", Role: bgcheck.RoleAdmin}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := openAPIKeys{t: t, db: srv.db, accountID: acct.ID}
+	h := srv.Handler()
+	pathParam := regexp.MustCompile(`\{[^}]+\}`)
+
+	call := func(key, method, path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, pathParam.ReplaceAllString(path, "malformed")+"?limit=0", nil)
+		if key != "" {
+			req.Header.Set("X-API-Key", key)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	// answer checks that rec is a status op documents, with the documented media type, and
+	// returns its problem code ("" for a success).
+	answer := func(t *testing.T, op openAPIOperation, rec *httptest.ResponseRecorder) string {
+		t.Helper()
+		if rec.Header().Get("X-Request-Id") == "" {
+			t.Error("no X-Request-Id header")
+		}
+		raw, ok := op.Responses[fmt.Sprint(rec.Code)]
+		if !ok {
+			t.Errorf("answered %d, which is not documented; body %s", rec.Code, rec.Body)
+			return ""
+		}
+		if rec.Code < 400 {
+			return ""
+		}
+		content, _ := spec.object(t, raw)["content"].(map[string]any)
+		if _, ok := content["application/problem+json"]; !ok {
+			t.Errorf("status %d is not documented as application/problem+json", rec.Code)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+			t.Errorf("status %d has Content-Type %q", rec.Code, ct)
+		}
+		var p problem
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+			t.Errorf("status %d: body is not a problem: %v", rec.Code, err)
+		}
+		return string(p.Code) + " " + p.Detail
+	}
+
+	for _, key := range slices.Sorted(maps.Keys(spec.operations)) {
+		op := spec.operations[key]
+		method, path, _ := strings.Cut(key, " ")
+		t.Run(key, func(t *testing.T) {
+			if !spec.needsAPIKey(op) {
+				// Documented as open: no API key is asked for.
+				if rec := call("", method, path); rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden {
+					t.Errorf("documented without security, but answered %d without a key: %s", rec.Code, rec.Body)
+				}
+				return
+			}
+
+			if got := answer(t, op, call("", method, path)); !strings.HasPrefix(got, string(bgcheck.CodeMissingAPIKey)) {
+				t.Errorf("without a key: answered %q, want %s", got, bgcheck.CodeMissingAPIKey)
+			}
+
+			others := slices.DeleteFunc(slices.Clone(bgcheck.Scopes), func(s string) bool { return s == op.Scope })
+			got := answer(t, op, call(keys.add(others), method, path))
+			if want := string(bgcheck.CodeInsufficientScope) + " this key lacks the scope " + op.Scope; got != want {
+				t.Errorf("with every scope but %s: answered %q, want %q", op.Scope, got, want)
+			}
+
+			rec := call(keys.add([]string{op.Scope}), method, path)
+			answer(t, op, rec)
+			if rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden {
+				t.Errorf("with only the scope %s: answered %d: %s", op.Scope, rec.Code, rec.Body)
+			}
+		})
+	}
+}
