@@ -1,0 +1,22 @@
+# Entry points for a fresh machine with Go and the PostgreSQL server binaries; no Docker needed.
+#   make dev    run the API locally (PostgreSQL found or started, demo account, keys printed)
+#   make test   go vet, gofmt check, and every test with the race detector (scripts/test.sh)
+#   make build  the binaries, into ./bin
+
+GO ?= go
+
+.PHONY: dev test build clean
+
+dev:
+	$(GO) run ./cmd/bgcheck-dev
+
+test:
+	GO="$(GO)" bash scripts/test.sh
+
+build:
+	mkdir -p bin
+	$(GO) build -o bin/ ./cmd/...
+
+# Removes the binaries. The local database in ./.data is kept; delete it by hand to start over.
+clean:
+	rm -rf bin

@@ -1,0 +1,84 @@
+// Package apiserver wires bgcheck's HTTP API to its dependencies and runs it until told to stop.
+// cmd/bgcheck-api and cmd/bgcheck-dev both call it, so local development runs the production
+// wiring.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/bgcheck/bgcheck/api"
+	"github.com/bgcheck/bgcheck/auth"
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/postgres"
+)
+
+// Run listens on cfg.HTTPAddr and serves there as Serve does.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	return Serve(ctx, ln, cfg, log)
+}
+
+// Serve connects to cfg.DatabaseURL, applies pending migrations (so a fresh database is ready on
+// first run; several instances may start at once), and serves the API on ln until ctx is done,
+// then shuts down gracefully: requests in flight get 20 seconds, and the last record of API-key
+// use is written before the pool closes. ln is closed on return. Serve takes a listener so that a
+// caller can announce the address, or learn the port of ":0", before serving.
+func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Logger) error {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer db.Close()
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("applied migrations", "versions", applied)
+	}
+
+	keys := auth.NewVerifier(db, auth.DefaultKeyCacheTTL, log)
+	flushDone := make(chan struct{})
+	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { defer close(flushDone); keys.Run(flushCtx, 5*time.Second) }()
+
+	srv := &http.Server{
+		Handler: api.New(db, keys, api.Options{
+			AllowPrivateWebhookURLs: cfg.AllowPrivateWebhookURLs,
+			TrustedProxies:          cfg.TrustedProxies,
+			Logger:                  log,
+		}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("bgcheck-api listening", "addr", ln.Addr().String())
+
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		err = srv.Shutdown(shutdownCtx)
+	}
+	stopFlush()
+	<-flushDone // the last record of key use is written before the pool closes
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"io"
+	"net/url"
+	"text/template"
+
+	"github.com/bgcheck/bgcheck/devenv"
+)
+
+// banner is what a developer needs to start trying the API.
+type banner struct {
+	BaseURL         string
+	DatabaseURL     string
+	StartedPostgres bool
+	Demo            devenv.Demo
+	DemoCreated     bool
+	DemoFile        string
+}
+
+// The curl lines stay copy-pasteable in bash and zsh: the key goes in a variable, and the
+// candidate's id is picked out of the compact JSON with grep and cut (no jq needed).
+var bannerTemplate = template.Must(template.New("banner").Parse(`
+bgcheck is running at {{.BaseURL}}
+  database  {{.DatabaseURL}}{{if .StartedPostgres}} (PostgreSQL started here, from ./.data/postgres){{end}}
+  account   {{.Demo.AccountID}} ({{if .DemoCreated}}created now{{else}}reused{{end}}; kept in {{.DemoFile}})
+  test key  {{.Demo.TestKey}}
+  live key  {{.Demo.LiveKey}}
+  admin     {{.Demo.AdminEmail}} / {{.Demo.AdminPassword}}
+
+Try it, in test mode:
+
+  export BGCHECK_KEY={{.Demo.TestKey}}
+
+  # create a webhook endpoint (its signing secret is shown this once)
+  curl -sS -X POST {{.BaseURL}}/api/v1/webhooks/endpoints -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"url":"http://127.0.0.1:9000/webhooks","events":["candidate.updated"]}'
+
+  # list webhook endpoints
+  curl -sS {{.BaseURL}}/api/v1/webhooks/endpoints -H "X-API-Key: $BGCHECK_KEY"
+
+  # create a candidate and keep its id
+  RESPONSE=$(curl -sS -X POST {{.BaseURL}}/api/v1/candidates -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"first_name":"Jane","last_name":"Doe","email":"jane@example.com"}'); echo "$RESPONSE"
+  CANDIDATE=$(echo "$RESPONSE" | grep -o '"id":"[^"]*"' | head -n 1 | cut -d '"' -f 4)
+
+  # change the candidate
+  curl -sS -X PATCH {{.BaseURL}}/api/v1/candidates/$CANDIDATE -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"phone":"+14155550100"}'
+
+The API's OpenAPI document is at {{.BaseURL}}/api/v1/openapi.json. Ctrl-C stops the API{{if .StartedPostgres}} and PostgreSQL{{end}}.
+
+`))
+
+// printBanner writes the banner; the database URL is shown without any password.
+func printBanner(w io.Writer, b banner) {
+	if u, err := url.Parse(b.DatabaseURL); err == nil {
+		b.DatabaseURL = u.Redacted()
+	}
+	_ = bannerTemplate.Execute(w, b)
+}

@@ -1,0 +1,201 @@
+// Command bgcheck-dev runs bgcheck locally in the foreground, on a machine with nothing but Go and
+// the PostgreSQL server binaries (`make dev`); and, as `bgcheck-dev test-postgres`, gives the
+// test suite a PostgreSQL (`make test`).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bgcheck/bgcheck/apiserver"
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/devenv"
+	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/postgres/pgtest"
+)
+
+const usage = `usage:
+  bgcheck-dev                 run the API on BGCHECK_HTTP_ADDR (default :8080) with a demo account,
+                              using DATABASE_URL, else PostgreSQL at 127.0.0.1:5432, else a cluster
+                              it starts in ./.data/postgres; Ctrl-C stops both
+  bgcheck-dev test-postgres [-- COMMAND ARGS...]
+                              find PostgreSQL at BGCHECK_TEST_DATABASE_URL (default ` + pgtest.DefaultURL + `)
+                              or start a throwaway one; run COMMAND with BGCHECK_TEST_DATABASE_URL
+                              set and stop the server after it, or without COMMAND print the URL
+                              and keep the server until interrupted
+`
+
+// dataDir holds what local development keeps between runs; .gitignore lists it.
+const dataDir = ".data"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args := os.Args[1:]; {
+	case len(args) == 0:
+		err = runDev(ctx)
+	case args[0] == "test-postgres":
+		err = runTestPostgres(ctx, args[1:])
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "bgcheck-dev: unknown command %q\n%s", args[0], usage)
+		os.Exit(2)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) { // the command run by test-postgres failed and has said why
+		os.Exit(exit.ExitCode())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bgcheck-dev:", err)
+		os.Exit(1)
+	}
+}
+
+// runDev serves the API with a local database and the demo account until ctx ends.
+func runDev(ctx context.Context) error {
+	if os.Getenv("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS") == "" {
+		// Local receivers (http://127.0.0.1:…) are what one tries webhooks with.
+		os.Setenv("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS", "true")
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	log := config.NewLogger(cfg)
+
+	pg, err := devenv.FindOrStartPostgres(ctx, filepath.Join(dataDir, "postgres"), log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopPostgres(pg, log) && pg.Started {
+			log.Info("stopped PostgreSQL")
+		}
+	}()
+	cfg.DatabaseURL, err = devenv.EnsureDatabase(ctx, pg.URL, databaseName(os.Getenv("DATABASE_URL")))
+	if err != nil {
+		return err
+	}
+	demo, created, err := prepareDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	printBanner(os.Stdout, banner{
+		BaseURL: baseURL(cfg.HTTPAddr, ln.Addr()), DatabaseURL: cfg.DatabaseURL, StartedPostgres: pg.Started,
+		Demo: demo, DemoCreated: created, DemoFile: filepath.Join(dataDir, "demo.json"),
+	})
+	return apiserver.Serve(ctx, ln, cfg, log)
+}
+
+// prepareDatabase migrates the database and returns the demo account, creating it on first use.
+func prepareDatabase(ctx context.Context, dbURL string) (devenv.Demo, bool, error) {
+	db, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		return devenv.Demo{}, false, err
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		return devenv.Demo{}, false, err
+	}
+	return devenv.EnsureDemo(ctx, db, filepath.Join(dataDir, "demo.json"))
+}
+
+// runTestPostgres gives the tests a server: the one at BGCHECK_TEST_DATABASE_URL if it answers,
+// else a throwaway cluster in a temporary directory that is removed afterwards.
+func runTestPostgres(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	tmp, err := os.MkdirTemp("", "bgcheck-test-postgres-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	pg, err := devenv.FindOrStart(ctx, []string{pgtest.ServerURL()},
+		devenv.StartOptions{DataDir: tmp, Ephemeral: true}, log)
+	if err != nil {
+		return err
+	}
+	defer stopPostgres(pg, log)
+
+	if len(args) == 0 {
+		fmt.Printf("BGCHECK_TEST_DATABASE_URL=%s\n", pg.URL)
+		<-ctx.Done()
+		return nil
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr // stdin stays /dev/null: a background group may not read the terminal
+	cmd.Env = append(os.Environ(), "BGCHECK_TEST_DATABASE_URL="+pg.URL)
+	// Its own process group, so that an interrupt reaches the command and its children (go test
+	// and the test binaries) through us, and we stop the server only after they have gone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case err = <-waited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			err = <-waited
+		}
+	}
+	return err
+}
+
+// stopPostgres stops the server if we started it, and reports whether all went well. It is
+// silent on success, so that go test's summary stays the last thing test-postgres prints.
+func stopPostgres(pg *devenv.Postgres, log *slog.Logger) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := pg.Stop(ctx); err != nil {
+		log.Error("stopping PostgreSQL", "err", err)
+		return false
+	}
+	return true
+}
+
+// databaseName is the database DATABASE_URL names, or bgcheck as API.md §9's default does.
+func databaseName(databaseURL string) string {
+	if u, err := url.Parse(databaseURL); err == nil {
+		if name := strings.TrimPrefix(u.Path, "/"); name != "" {
+			return name
+		}
+	}
+	return "bgcheck"
+}
+
+// baseURL is the address to show for curl: the listener's port on localhost, or on the host
+// BGCHECK_HTTP_ADDR names when it names one.
+func baseURL(httpAddr string, addr net.Addr) string {
+	host, _, _ := net.SplitHostPort(httpAddr)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	_, port, _ := net.SplitHostPort(addr.String())
+	return "http://" + net.JoinHostPort(host, port)
+}
