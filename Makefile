@@ -20,3 +20,12 @@ build:
 # Removes the binaries. The local database in ./.data is kept; delete it by hand to start over.
 clean:
 	rm -rf bin
+
+# Benchmarks (figures in the README). bench-api builds the binaries, starts bgcheck-api and a bare
+# chi server as separate processes and loads both; BENCH_FLAGS passes flags such as -c 64 -d 20s.
+.PHONY: bench bench-api
+bench:
+	$(GO) test ./api -run '^$$' -bench APIKeyRouting -benchmem -count 5
+
+bench-api:
+	$(GO) run ./bench/loadapi $(BENCH_FLAGS)

@@ -106,7 +106,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				if route != nil {
 					pattern = route.RoutePattern()
 				}
-				requestLogger(r).LogAttrs(r.Context(), slog.LevelInfo, "request",
+				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", ri.id), slog.String("account_id", ri.accountID),
 					slog.String("method", r.Method), slog.String("route", pattern),
 					slog.String("path", r.URL.Path), slog.Int("status", rec.status),
 					slog.Duration("duration", time.Since(start)), slog.String("client", ri.client.String()))

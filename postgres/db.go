@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +28,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
+	}
+	// pgxpool's default of max(4, cores) connections queues a busy API behind four queries; the
+	// URL's pool_max_conns still wins when given.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = max(16, int32(4*runtime.NumCPU()))
 	}
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		// Times leave the database in UTC, whatever the server's or the process's zone is, so

@@ -13,7 +13,8 @@ import (
 // each mode (API.md §4).
 const MaxEndpointsPerMode = 50
 
-const endpointColumns = `id, account_id, mode, url, events, description, enabled, secret, created_at, updated_at`
+// endpointColumns are what the API shows; the secret is read only where it is used.
+const endpointColumns = `id, account_id, mode, url, events, description, enabled, created_at, updated_at`
 
 // EndpointPatch holds the fields of a PATCH; nil means "leave as it is".
 type EndpointPatch struct {
@@ -44,7 +45,7 @@ func (db *DB) CreateEndpoint(ctx context.Context, t bgcheck.Tenant, e bgcheck.We
 		}
 		rows, err := tx.Query(ctx, `
 			INSERT INTO webhook_endpoints (id, account_id, mode, url, events, description, enabled, secret)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+endpointColumns,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+endpointColumns+`, secret`,
 			bgcheck.NewID(bgcheck.PrefixEndpoint), t.AccountID, t.Mode, e.URL, e.Events, e.Description, e.Enabled, e.Secret)
 		out, err = collectOne[bgcheck.WebhookEndpoint](rows, err)
 		return err
