@@ -42,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
 
 // options are the settings of one benchmark run.
@@ -156,7 +158,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		_ = os.RemoveAll(work)
 	}()
 
-	dbURL, dbName, dropDB, err := createDatabase(ctx, testServerURL())
+	dbURL, dbName, dropDB, err := createDatabase(ctx, pgtest.ServerURL())
 	if err != nil {
 		return err
 	}
@@ -238,7 +240,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		{name: "bgcheck-api", url: apiURL, header: http.Header{"X-Api-Key": {key}}, pid: api.pid()},
 	}
 	for i := range targets {
-		targets[i].dbPIDs = func(ctx context.Context) []int { return backendPIDs(ctx, testServerURL(), dbName) }
+		targets[i].dbPIDs = func(ctx context.Context) []int { return backendPIDs(ctx, pgtest.ServerURL(), dbName) }
 	}
 	var results []result
 	for _, t := range targets {

@@ -19,16 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// defaultServerURL is the maintenance database of the local PostgreSQL, as in postgres/pgtest.
-const defaultServerURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-func testServerURL() string {
-	if u := os.Getenv("BGCHECK_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return defaultServerURL
-}
-
 // createDatabase creates an empty database on the server and returns its URL, its name and a
 // function that drops it; the binaries apply the migrations themselves.
 func createDatabase(ctx context.Context, serverURL string) (dbURL, dbName string, drop func() error, err error) {
