@@ -169,3 +169,54 @@ type ListParams struct {
 	Limit  int
 	Cursor string
 }
+
+// DeliveryStatus is where a delivery stands.
+type DeliveryStatus string
+
+// The statuses of a delivery (API.md §4).
+const (
+	DeliveryPending   DeliveryStatus = "pending"
+	DeliverySucceeded DeliveryStatus = "succeeded"
+	DeliveryFailed    DeliveryStatus = "failed"
+	DeliveryCanceled  DeliveryStatus = "canceled"
+)
+
+// Valid reports whether s is one of the four statuses.
+func (s DeliveryStatus) Valid() bool {
+	switch s {
+	case DeliveryPending, DeliverySucceeded, DeliveryFailed, DeliveryCanceled:
+		return true
+	}
+	return false
+}
+
+// Delivery is one event on its way to one endpoint: a series of attempts on the retry schedule,
+// run by one workflow. A redelivery starts a new series on the same record; Series counts them.
+type Delivery struct {
+	ID             string            `json:"id" db:"id"`
+	EventID        string            `json:"event_id" db:"event_id"`
+	EventType      string            `json:"event_type" db:"event_type"`
+	EndpointID     string            `json:"endpoint_id" db:"endpoint_id"`
+	AccountID      string            `json:"-" db:"account_id"`
+	Mode           Mode              `json:"mode" db:"mode"`
+	Status         DeliveryStatus    `json:"status" db:"status"`
+	AttemptCount   int               `json:"attempt_count" db:"attempt_count"`
+	NextAttemptAt  *time.Time        `json:"next_attempt_at" db:"next_attempt_at"`
+	LastStatusCode *int              `json:"last_status_code" db:"last_status_code"`
+	LastError      *string           `json:"last_error" db:"last_error"`
+	Series         int               `json:"-" db:"series"`
+	CreatedAt      time.Time         `json:"created_at" db:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at" db:"updated_at"`
+	Attempts       []DeliveryAttempt `json:"attempts,omitempty" db:"-"`
+}
+
+// DeliveryAttempt is one POST to an endpoint and what came of it. Numbers run on across
+// redeliveries, so every attempt of a delivery has its own.
+type DeliveryAttempt struct {
+	Number          int       `json:"number" db:"number"`
+	StartedAt       time.Time `json:"started_at" db:"started_at"`
+	DurationMS      int       `json:"duration_ms" db:"duration_ms"`
+	StatusCode      *int      `json:"status_code" db:"status_code"`
+	Error           *string   `json:"error" db:"error"`
+	ResponseSnippet *string   `json:"response_snippet" db:"response_snippet"`
+}

@@ -32,6 +32,9 @@ const (
 	CodeTestModeOnly       Code = "test_mode_only"
 	CodeNotFound           Code = "not_found"
 	CodeEmailTaken         Code = "email_taken"
+	// CodeDeliveryInProgress refuses a redelivery while the delivery's attempts still run; API.md
+	// leaves this case open.
+	CodeDeliveryInProgress Code = "delivery_in_progress"
 	CodeRateLimited        Code = "rate_limited"
 	CodeInternal           Code = "internal"
 )

@@ -34,7 +34,7 @@ func (e *env) createCandidate(key string, body map[string]any) candidateJSON {
 
 func (e *env) events(t *testing.T, accountID string, mode bgcheck.Mode) []*bgcheck.Event {
 	t.Helper()
-	page, err := e.db.ListEvents(context.Background(), bgcheck.Tenant{AccountID: accountID, Mode: mode}, bgcheck.ListParams{Limit: 100})
+	page, err := e.db.ListEvents(context.Background(), bgcheck.Tenant{AccountID: accountID, Mode: mode}, "", bgcheck.ListParams{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,10 +139,12 @@ func (s *Server) handleEndpointDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if err := s.db.DeleteEndpoint(r.Context(), tenantOf(r), id); err != nil {
+	canceled, err := s.db.DeleteEndpoint(r.Context(), tenantOf(r), id)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	s.cancelWorkflows(requestLogger(r), canceled)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -31,6 +31,7 @@ var statusOf = map[bgcheck.Code]int{
 	bgcheck.CodeTestModeOnly:       http.StatusForbidden,
 	bgcheck.CodeNotFound:           http.StatusNotFound,
 	bgcheck.CodeEmailTaken:         http.StatusConflict,
+	bgcheck.CodeDeliveryInProgress: http.StatusConflict,
 	bgcheck.CodeRateLimited:        http.StatusTooManyRequests,
 	bgcheck.CodeInternal:           http.StatusInternalServerError,
 	codeMethodNotAllowed:           http.StatusMethodNotAllowed,

@@ -6,16 +6,20 @@ package api
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/workflows"
 )
 
 // Options are the settings of the HTTP layer.
@@ -26,6 +30,8 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
+	// Temporal, when set, is checked by /readyz beside the database.
+	Temporal client.Client
 }
 
 // Server holds the HTTP layer's dependencies.
@@ -68,6 +74,8 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireAPIKey)
 			r.Route("/webhooks/endpoints", s.endpointRoutes)
+			r.Route("/webhooks/deliveries/{deliveryID}", s.deliveryRoutes)
+			r.Route("/events", s.eventRoutes)
 			r.Route("/candidates", s.candidateRoutes)
 			if s.extraKeyRoutes != nil {
 				s.extraKeyRoutes(r)
@@ -86,7 +94,20 @@ func (s *Server) endpointRoutes(r chi.Router) {
 		r.With(write).Patch("/", s.handleEndpointUpdate)
 		r.With(write).Delete("/", s.handleEndpointDelete)
 		r.With(write).Post("/rotate-secret", s.handleEndpointRotateSecret)
+		r.With(read).Get("/deliveries", s.handleEndpointDeliveries)
 	})
+}
+
+func (s *Server) deliveryRoutes(r chi.Router) {
+	r.With(requireScope(bgcheck.ScopeWebhooksRead)).Get("/", s.handleDeliveryGet)
+	r.With(requireScope(bgcheck.ScopeWebhooksWrite)).Post("/redeliver", s.handleDeliveryRedeliver)
+}
+
+func (s *Server) eventRoutes(r chi.Router) {
+	read, write := requireScope(bgcheck.ScopeWebhooksRead), requireScope(bgcheck.ScopeWebhooksWrite)
+	r.With(read).Get("/", s.handleEventList)
+	r.With(write).Post("/test", s.handleEventTest)
+	r.With(read).Get("/{eventID}", s.handleEventGet)
 }
 
 func (s *Server) candidateRoutes(r chi.Router) {
@@ -104,16 +125,23 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReady answers 200 when the database answers within two seconds.
+// handleReady answers 200 when the database and Temporal both answer within two seconds.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	out, status := map[string]string{"status": "ok", "database": "ok"}, http.StatusOK
 	if err := s.db.Ping(ctx); err != nil {
 		requestLogger(r).Warn("readiness: database unreachable", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": "unreachable"})
-		return
+		out["database"], out["status"], status = "unreachable", "unavailable", http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": "ok"})
+	if s.opts.Temporal != nil {
+		out["temporal"] = "ok"
+		if _, err := s.opts.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			requestLogger(r).Warn("readiness: Temporal unreachable", "err", err)
+			out["temporal"], out["status"], status = "unreachable", "unavailable", http.StatusServiceUnavailable
+		}
+	}
+	writeJSON(w, status, out)
 }
 
 //go:embed openapi.json
@@ -122,4 +150,24 @@ var openAPIDocument []byte
 func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_, _ = w.Write(openAPIDocument)
+}
+
+// cancelWorkflows asks Temporal, in the background, to stop the workflows of deliveries the
+// database has just canceled, so they end now rather than at their next attempt. It is best
+// effort: a workflow that is not reached finds its delivery canceled at its next attempt.
+func (s *Server) cancelWorkflows(log *slog.Logger, canceled []postgres.CanceledDelivery) {
+	if s.opts.Temporal == nil || len(canceled) == 0 {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, d := range canceled {
+			err := s.opts.Temporal.CancelWorkflow(ctx, workflows.WorkflowID(d.ID, d.Series), "")
+			var notFound *serviceerror.NotFound
+			if err != nil && !errors.As(err, &notFound) {
+				log.Warn("cancel delivery workflow; it stops at its next attempt instead", "delivery_id", d.ID, "err", err)
+			}
+		}
+	}()
 }

@@ -11,9 +11,13 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
 	"github.com/bgcheck/bgcheck/api"
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/dispatcher"
 	"github.com/bgcheck/bgcheck/postgres"
 )
 
@@ -47,6 +51,29 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		log.Info("applied migrations", "versions", applied)
 	}
 
+	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
+	// dispatcher starts their workflows once it is back.
+	schedule, err := config.ParseSchedule(cfg.RetrySchedule)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	tc, err := client.NewLazyClient(client.Options{
+		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Logger: tlog.NewStructuredLogger(log.With("component", "temporal")),
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer tc.Close()
+	dispatchCtx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
+	dispatchDone := make(chan struct{})
+	go func() {
+		defer close(dispatchDone)
+		dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule}, log.With("component", "dispatcher")).Run(dispatchCtx)
+	}()
+
 	keys := auth.NewVerifier(db, auth.DefaultKeyCacheTTL, log)
 	flushDone := make(chan struct{})
 	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
@@ -57,6 +84,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 			AllowPrivateWebhookURLs: cfg.AllowPrivateWebhookURLs,
 			TrustedProxies:          cfg.TrustedProxies,
 			Logger:                  log,
+			Temporal:                tc,
 		}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -76,7 +104,9 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		err = srv.Shutdown(shutdownCtx)
 	}
 	stopFlush()
+	stopDispatch()
 	<-flushDone // the last record of key use is written before the pool closes
+	<-dispatchDone
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -16,13 +16,18 @@ import (
 )
 
 // Serve answers on the listener it is given, with the database ready, and returns nil once its
-// context ends.
+// context ends. Temporal is absent here: readiness says so, and the API still starts.
 func TestServeAnswersAndShutsDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Config{DatabaseURL: pgtest.NewURL(t)}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close() // nothing answers there
+	cfg := config.Config{DatabaseURL: pgtest.NewURL(t), TemporalAddress: closed.Addr().String(), TemporalNamespace: "default"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -35,7 +40,8 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"database":"ok"`) {
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"database":"ok"`) ||
+		!strings.Contains(string(body), `"temporal":"unreachable"`) {
 		t.Fatalf("/readyz: %d %s", resp.StatusCode, body)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Defaults of API.md §9.
@@ -34,6 +35,8 @@ type Config struct {
 	PortalURL               string
 	TrustedProxies          []netip.Prefix
 	LogLevel                string
+	// WorkerConcurrency is how many delivery attempts one worker runs at once.
+	WorkerConcurrency int
 }
 
 // FromEnv reads the configuration; a malformed value is an error that names the variable.
@@ -53,6 +56,12 @@ func FromEnv() (Config, error) {
 	var err error
 	if c.AllowPrivateWebhookURLs, err = getBool("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS", false); err != nil {
 		return c, err
+	}
+	if c.WorkerConcurrency, err = getInt("BGCHECK_WORKER_CONCURRENCY", 200); err != nil {
+		return c, err
+	}
+	if _, err := ParseSchedule(c.RetrySchedule); err != nil {
+		return c, fmt.Errorf("BGCHECK_RETRY_SCHEDULE: %w", err)
 	}
 	if c.TrustedProxies, err = ParsePrefixes(os.Getenv("BGCHECK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("BGCHECK_TRUSTED_PROXIES: %w", err)
@@ -101,6 +110,35 @@ func unmapBits(p netip.Prefix) int {
 		return 96
 	}
 	return 0
+}
+
+// ParseSchedule reads a retry schedule: comma-separated Go durations ("1m,5m,30m,2h,24h"), the
+// wait after each failed attempt. Every wait must be positive; "" is DefaultRetrySchedule.
+func ParseSchedule(s string) ([]time.Duration, error) {
+	if s == "" {
+		s = DefaultRetrySchedule
+	}
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q is not a positive duration such as 5m or 2h", strings.TrimSpace(f))
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func getInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %q is not a positive whole number", name, v)
+	}
+	return n, nil
 }
 
 func get(name, def string) string {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -106,32 +105,4 @@ func (db *DB) DeleteCandidate(ctx context.Context, t bgcheck.Tenant, id string) 
 		return bgcheck.ErrNotFound
 	}
 	return nil
-}
-
-// insertEvent renders an event's envelope once and stores it with its bytes.
-func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType string, data any) (*bgcheck.Event, error) {
-	ev := &bgcheck.Event{
-		ID:        bgcheck.NewID(bgcheck.PrefixEvent),
-		AccountID: t.AccountID,
-		Mode:      t.Mode,
-		Type:      eventType,
-		// PostgreSQL keeps microseconds: truncate so the stored time and the envelope's agree.
-		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
-	}
-	body, err := webhook.EncodeEnvelope(ev.ID, ev.Type, ev.CreatedAt, data)
-	if err != nil {
-		return nil, err
-	}
-	ev.Body = body
-	_, err = tx.Exec(ctx, `INSERT INTO events (id, account_id, mode, type, body, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, ev.ID, ev.AccountID, ev.Mode, ev.Type, []byte(ev.Body), ev.CreatedAt)
-	return ev, err
-}
-
-// ListEvents returns a page of the tenant's events, newest first.
-func (db *DB) ListEvents(ctx context.Context, t bgcheck.Tenant, p bgcheck.ListParams) (bgcheck.Page[*bgcheck.Event], error) {
-	return page(ctx, db, p, func(e *bgcheck.Event) string { return e.ID }, `
-		SELECT id, account_id, mode, type, body, created_at FROM events
-		WHERE account_id = $1 AND mode = $2 AND ($3 = '' OR id < $3)
-		ORDER BY id DESC LIMIT $4`, t.AccountID, t.Mode)
 }

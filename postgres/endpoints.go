@@ -95,11 +95,18 @@ func (db *DB) RotateEndpointSecret(ctx context.Context, t bgcheck.Tenant, id, se
 	return nil
 }
 
+// CanceledDelivery names a delivery whose attempt series was running when it was canceled.
+type CanceledDelivery struct {
+	ID     string
+	Series int
+}
+
 // DeleteEndpoint removes an endpoint from the API. The row stays, marked deleted, so the
 // history of its deliveries survives; its pending deliveries are canceled in the same
-// transaction.
-func (db *DB) DeleteEndpoint(ctx context.Context, t bgcheck.Tenant, id string) error {
-	return db.inTx(ctx, func(tx pgx.Tx) error {
+// transaction and returned, so their workflows can be stopped too.
+func (db *DB) DeleteEndpoint(ctx context.Context, t bgcheck.Tenant, id string) ([]CanceledDelivery, error) {
+	var canceled []CanceledDelivery
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now(), enabled = false, updated_at = now()
 			WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`, id, t.AccountID, t.Mode)
 		if err != nil {
@@ -108,8 +115,13 @@ func (db *DB) DeleteEndpoint(ctx context.Context, t bgcheck.Tenant, id string) e
 		if tag.RowsAffected() == 0 {
 			return bgcheck.ErrNotFound
 		}
-		_, err = tx.Exec(ctx, `UPDATE deliveries SET status = 'canceled', next_attempt_at = NULL, updated_at = now()
-			WHERE endpoint_id = $1 AND status = 'pending'`, id)
+		rows, err := tx.Query(ctx, `UPDATE deliveries SET status = 'canceled', next_attempt_at = NULL, updated_at = now()
+			WHERE endpoint_id = $1 AND status = 'pending' RETURNING id, series`, id)
+		if err != nil {
+			return err
+		}
+		canceled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[CanceledDelivery])
 		return err
 	})
+	return canceled, err
 }

@@ -1,0 +1,205 @@
+// Package activities holds the side effects of bgcheck's workflows. Activities are methods on a
+// struct of their dependencies and are idempotent: the workflow passes the key (delivery id and
+// attempt number), and repeating an attempt replaces its record.
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/netguard"
+	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/webhook"
+)
+
+// AttemptTimeout bounds one POST, from connecting to reading the answer (API.md §6: 30 s).
+const AttemptTimeout = 30 * time.Second
+
+const (
+	maxAnswerRead = 64 << 10 // read at most this much of an answer
+	snippetBytes  = 1 << 10  // and keep this much of it
+	userAgent     = "bgcheck-webhooks/1.0 (+https://bgcheck.example/docs/webhooks)"
+)
+
+// Activities holds what delivery attempts need.
+type Activities struct {
+	DB   *postgres.DB
+	HTTP *http.Client
+	Log  *slog.Logger
+	// Timeout bounds one POST; zero means AttemptTimeout. Tests shorten it.
+	Timeout time.Duration
+}
+
+// AttemptInput names one attempt of a delivery.
+type AttemptInput struct {
+	DeliveryID string
+	Number     int
+	// RetryAfter is the wait before the next attempt if this one fails; unused when Final.
+	RetryAfter time.Duration
+	// Final is set on the last attempt of the schedule: if it fails, the delivery has failed.
+	Final bool
+}
+
+// AttemptResult is what became of the delivery: succeeded, failed, canceled, or pending when a
+// retry follows.
+type AttemptResult struct {
+	Status     bgcheck.DeliveryStatus
+	StatusCode int
+	Error      string
+}
+
+// DeliverWebhook makes one attempt: it reads the event's bytes and the endpoint's current URL and
+// secret, signs and POSTs, and records the attempt and the delivery's new state. A deleted or
+// disabled endpoint cancels the delivery instead. A failed POST is a result, not an error: an
+// error means the attempt could not be made or recorded, and the workflow tries it again.
+func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (AttemptResult, error) {
+	target, err := a.DB.FindAttemptTarget(ctx, in.DeliveryID)
+	if err != nil {
+		return AttemptResult{}, fmt.Errorf("load delivery %s: %w", in.DeliveryID, err)
+	}
+	if target.Status == bgcheck.DeliveryCanceled || !target.Live {
+		if err := a.DB.CancelDelivery(ctx, in.DeliveryID); err != nil {
+			return AttemptResult{}, err
+		}
+		return AttemptResult{Status: bgcheck.DeliveryCanceled}, nil
+	}
+
+	started := time.Now()
+	code, snippet, postErr := a.post(ctx, target, in.Number)
+	rec := postgres.AttemptRecord{
+		DeliveryID: in.DeliveryID, Number: in.Number, StartedAt: started, Duration: time.Since(started),
+		StatusCode: code, ResponseSnippet: snippet,
+	}
+	switch {
+	case postErr == nil && code >= 200 && code < 300:
+		rec.Status = bgcheck.DeliverySucceeded
+	case postErr != nil:
+		rec.Error = postErr.Error()
+	default:
+		rec.Error = "the endpoint answered " + strconv.Itoa(code) + " " + http.StatusText(code)
+		if code >= 300 && code < 400 {
+			rec.Error += " (redirects are not followed)"
+		}
+	}
+	if rec.Status == "" {
+		if in.Final {
+			rec.Status = bgcheck.DeliveryFailed
+		} else {
+			rec.Status = bgcheck.DeliveryPending
+			next := started.Add(rec.Duration + in.RetryAfter)
+			rec.NextAttemptAt = &next
+		}
+	}
+	if err := a.DB.RecordAttempt(ctx, rec); err != nil {
+		return AttemptResult{}, fmt.Errorf("record attempt %d of %s: %w", in.Number, in.DeliveryID, err)
+	}
+	a.Log.Info("delivery attempt", "delivery_id", in.DeliveryID, "event_id", target.EventID, "attempt", in.Number,
+		"status_code", code, "outcome", rec.Status, "duration", rec.Duration, "error", rec.Error)
+	return AttemptResult{Status: rec.Status, StatusCode: code, Error: rec.Error}, nil
+}
+
+// post sends the event's bytes to the endpoint and returns the status code (0 without an answer)
+// and the start of the answer's body.
+func (a *Activities) post(ctx context.Context, t *postgres.AttemptTarget, attempt int) (int, string, error) {
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = AttemptTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(t.Body))
+	if err != nil {
+		return 0, "", fmt.Errorf("bad endpoint URL: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(webhook.SignatureHeader, webhook.Sign(t.Secret, t.Body))
+	req.Header.Set("X-Service-Event-Id", t.EventID)
+	req.Header.Set("X-Service-Event-Type", t.EventType)
+	req.Header.Set("X-Service-Delivery-Id", t.DeliveryID)
+	req.Header.Set("X-Service-Delivery-Attempt", strconv.Itoa(attempt))
+	res, err := a.HTTP.Do(req)
+	if err != nil {
+		return 0, "", describeTransportError(err, timeout)
+	}
+	defer res.Body.Close()
+	body, readErr := io.ReadAll(io.LimitReader(res.Body, maxAnswerRead))
+	snippet := body[:min(len(body), snippetBytes)]
+	for len(snippet) > 0 && !utf8.Valid(snippet) { // do not cut a character in half
+		snippet = snippet[:len(snippet)-1]
+	}
+	if readErr != nil {
+		return res.StatusCode, string(snippet), describeTransportError(readErr, timeout)
+	}
+	return res.StatusCode, string(snippet), nil
+}
+
+// describeTransportError says in a line why no complete answer came, without the noise of
+// nested url.Error text.
+func describeTransportError(err error, timeout time.Duration) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return fmt.Errorf("no complete answer within %s", timeout)
+	case errors.Is(err, errBlockedAddress):
+		return err
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errors.New("connection refused")
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+var errBlockedAddress = errors.New("the endpoint resolves to a private, loopback or link-local address, which webhooks may not reach")
+
+// NewHTTPClient returns the client deliveries are sent with: no redirects followed, no proxy from
+// the environment, the whole exchange bounded by AttemptTimeout, and, unless allowPrivate,
+// connections only to public addresses. The address is checked after DNS resolution, at connect
+// time, so a name that resolves to a private address is refused even if it looked public when the
+// endpoint was saved.
+func NewHTTPClient(allowPrivate bool) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		dialer.Control = func(network, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil || !netguard.IsPublic(ap.Addr()) {
+				return errBlockedAddress
+			}
+			return nil
+		}
+	}
+	return &http.Client{
+		Timeout: AttemptTimeout,
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			MaxIdleConns:          512,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ResponseHeaderTimeout: AttemptTimeout,
+			ForceAttemptHTTP2:     true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

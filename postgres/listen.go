@@ -1,0 +1,44 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Listen calls notify for every notification on channel until ctx ends, holding one connection
+// of the pool. When the connection breaks it reconnects and calls notify once, since
+// notifications sent in between are lost.
+func (db *DB) Listen(ctx context.Context, channel string, notify func(), log *slog.Logger) {
+	for ctx.Err() == nil {
+		err := db.listenOnce(ctx, channel, notify)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Warn("listen for notifications", "channel", channel, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		notify()
+	}
+}
+
+func (db *DB) listenOnce(ctx context.Context, channel string, notify func()) error {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+channel)
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		notify()
+	}
+}

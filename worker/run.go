@@ -1,0 +1,69 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/bgcheck/bgcheck/activities"
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/workflows"
+)
+
+// Dial connects to Temporal, retrying until it answers or ctx ends, so a worker or API started
+// before Temporal waits for it instead of failing.
+func Dial(ctx context.Context, cfg config.Config, log *slog.Logger) (client.Client, error) {
+	opts := client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal")),
+	}
+	wait := 500 * time.Millisecond
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return c, nil
+		}
+		log.Warn("Temporal is not reachable yet", "address", cfg.TemporalAddress, "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dial Temporal at %s: %w", cfg.TemporalAddress, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
+
+// Run is the worker process: it connects to PostgreSQL and Temporal, polls until ctx ends
+// (SIGTERM), then stops polling and lets attempts in flight finish.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := Dial(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	w := New(c, &activities.Activities{
+		DB:   db,
+		HTTP: activities.NewHTTPClient(cfg.AllowPrivateWebhookURLs),
+		Log:  log,
+	}, Options{Concurrency: cfg.WorkerConcurrency})
+	if err := w.Start(); err != nil {
+		return err
+	}
+	log.Info("bgcheck-worker polling", "task_queue", workflows.TaskQueue, "concurrency", cfg.WorkerConcurrency)
+	<-ctx.Done()
+	log.Info("stopping: no new tasks; attempts in flight may finish")
+	w.Stop()
+	return nil
+}

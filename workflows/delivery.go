@@ -1,0 +1,92 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/activities"
+)
+
+// infrastructureRetryDelay is how long the workflow waits before trying an attempt again when
+// the activity itself could not run (the database unreachable, the worker gone): such a failure
+// is not a failed delivery attempt and does not advance the schedule.
+const infrastructureRetryDelay = time.Minute
+
+// DeliveryWorkflow runs one attempt series of a delivery: attempt 1 at once, and after each failed
+// attempt a durable sleep from the schedule before the next; it ends when an attempt succeeds,
+// when the endpoint is found deleted or disabled (canceled), or after the last attempt fails.
+//
+// Each attempt is one local activity (sign, POST, record): no activity task round trip through
+// the server and one marker in the history, which keeps a delivery to a handful of history
+// events. If the worker dies mid-attempt, the workflow task times out and another worker replays
+// the history and runs the attempt again: the receiver may see an attempt twice, never zero times.
+func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, error) {
+	var acts *activities.Activities
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		// The POST gets activities.AttemptTimeout; the rest is reading and recording.
+		StartToCloseTimeout:    activities.AttemptTimeout + 15*time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+		},
+	})
+	log := workflow.GetLogger(ctx)
+
+	attempts := len(in.Schedule) + 1
+	for i := range attempts {
+		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i}
+		if i < len(in.Schedule) {
+			req.RetryAfter = in.Schedule[i]
+		} else {
+			req.Final = true
+		}
+		var res activities.AttemptResult
+		for {
+			err := workflow.ExecuteLocalActivity(ctx, acts.DeliverWebhook, req).Get(ctx, &res)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return canceled(ctx, err)
+			}
+			log.Warn("delivery attempt could not run; trying again", "delivery_id", in.DeliveryID, "attempt", req.Number, "error", err)
+			if err := workflow.Sleep(ctx, infrastructureRetryDelay); err != nil {
+				return canceled(ctx, err)
+			}
+		}
+		if res.Status != bgcheck.DeliveryPending {
+			if err := setStatus(ctx, res.Status); err != nil {
+				return DeliveryResult{}, err
+			}
+			return DeliveryResult{Status: res.Status, Attempts: i + 1}, nil
+		}
+		if err := workflow.Sleep(ctx, in.Schedule[i]); err != nil {
+			return canceled(ctx, err)
+		}
+	}
+	// Unreachable: the final attempt reports succeeded, failed or canceled.
+	return DeliveryResult{Status: bgcheck.DeliveryFailed, Attempts: attempts}, nil
+}
+
+// canceled ends a workflow whose context was canceled (its endpoint deleted, or an operator's
+// request). The database already says canceled; the search attribute is brought in line on a
+// disconnected context, since the canceled one can no longer issue commands.
+func canceled(ctx workflow.Context, cause error) (DeliveryResult, error) {
+	if !temporal.IsCanceledError(cause) {
+		return DeliveryResult{}, cause
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if err := setStatus(dctx, bgcheck.DeliveryCanceled); err != nil {
+		return DeliveryResult{}, err
+	}
+	return DeliveryResult{}, cause
+}
+
+func setStatus(ctx workflow.Context, s bgcheck.DeliveryStatus) error {
+	return workflow.UpsertTypedSearchAttributes(ctx, DeliveryStatusKey.ValueSet(string(s)))
+}
