@@ -1,6 +1,9 @@
 package webhook
 
 import (
+	"strings"
+	"time"
+
 	"github.com/google/uuid"
 )
 
@@ -27,7 +30,12 @@ func SampleData(eventType string) map[string]any {
 	case EventDisputeResolved:
 		return map[string]any{"dispute_id": uuid.NewString(), "check_id": checkID, "status": "resolved", "resolution": "corrected"}
 	case EventCandidateUpdated:
-		return map[string]any{"id": "cand_" + uuid.NewString()[:8], "first_name": "Jane", "last_name": "Doe", "email": "jane@example.com"}
+		now := time.Now().UTC().Format(time.RFC3339)
+		return map[string]any{
+			"id": "cand_" + strings.ReplaceAll(uuid.NewString(), "-", ""), "mode": "test",
+			"first_name": "Jane", "last_name": "Doe", "email": "jane@example.com", "phone": "+14155550100",
+			"dob": "1990-02-03", "created_at": now, "updated_at": now,
+		}
 	}
 	return map[string]any{}
 }
