@@ -151,7 +151,9 @@ func TestFailedAttempts(t *testing.T) {
 	}{
 		{"server error", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "kaputt", 500) }, "", 500, "answered 500"},
 		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, "", 404, "answered 404"},
-		{"redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, redirectTarget.URL, http.StatusFound) }, "", 302, "redirects are not followed"},
+		{"redirect", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, redirectTarget.URL, http.StatusFound)
+		}, "", 302, "redirects are not followed"},
 		{"refused", nil, refusedURL, 0, "connection refused"},
 		{"too slow", func(w http.ResponseWriter, r *http.Request) {
 			select {
