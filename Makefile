@@ -1,17 +1,22 @@
 # Entry points for a fresh machine with Go and the PostgreSQL server binaries; no Docker needed.
-#   make dev    run the API locally (PostgreSQL found or started, demo account, keys printed)
-#   make test   go vet, gofmt check, and every test with the race detector (scripts/test.sh)
-#   make build  the binaries, into ./bin
+#   make dev       run the API locally (PostgreSQL found or started, demo account, keys printed)
+#   make test      go vet, gofmt check, and every test with the race detector (scripts/test.sh)
+#   make temporal  build the Temporal CLI pinned in tools/temporal into ./.data/bin (the dev server
+#                  of the end-to-end tests): minutes the first time, then instant; make test does it
+#   make build     the binaries, into ./bin
 
 GO ?= go
 
-.PHONY: dev test build clean
+.PHONY: dev test temporal build clean
 
 dev:
 	$(GO) run ./cmd/bgcheck-dev
 
 test:
 	GO="$(GO)" bash scripts/test.sh
+
+temporal:
+	$(GO) run ./cmd/bgcheck-dev temporal-bin
 
 build:
 	mkdir -p bin

@@ -3,7 +3,10 @@
 # race detector. Tests that need PostgreSQL use BGCHECK_TEST_DATABASE_URL (default: the server at
 # 127.0.0.1:5432). `bgcheck-dev test-postgres` runs go test with that variable set: to the server
 # there if it answers, else to a throwaway cluster it starts from the installed initdb/pg_ctl and
-# stops once go test has finished, even when interrupted.
+# stops once go test has finished, even when interrupted. End-to-end tests run the Temporal dev
+# server of the CLI pinned in tools/temporal: it is built (minutes, the first time; kept in
+# ./.data/bin) before go test starts, so that the build is seen and not charged to a test's timeout,
+# and BGCHECK_TEMPORAL_BIN names it for the tests. Set BGCHECK_TEMPORAL_BIN to use another CLI.
 #
 # TEST_TIMEOUT (default 20m) bounds go test; extra arguments go to go test (e.g. -run TestX).
 set -euo pipefail
@@ -28,6 +31,11 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$GO" build -o "$tmp/bgcheck-dev" ./cmd/bgcheck-dev
+
+echo "==> Temporal CLI"
+BGCHECK_TEMPORAL_BIN=$("$tmp/bgcheck-dev" temporal-bin)
+export BGCHECK_TEMPORAL_BIN
+echo "$BGCHECK_TEMPORAL_BIN"
 
 echo "==> go test -race -count=1 -timeout $TEST_TIMEOUT ./..."
 "$tmp/bgcheck-dev" test-postgres -- "$GO" test -race -count=1 -timeout "$TEST_TIMEOUT" "$@" ./...

@@ -1,6 +1,7 @@
 // Command bgcheck-dev runs bgcheck locally in the foreground, on a machine with nothing but Go and
-// the PostgreSQL server binaries (`make dev`); and, as `bgcheck-dev test-postgres`, gives the
-// test suite a PostgreSQL (`make test`).
+// the PostgreSQL server binaries (`make dev`); as `bgcheck-dev test-postgres`, gives the test
+// suite a PostgreSQL (`make test`); and, as `bgcheck-dev temporal-bin`, builds the pinned Temporal
+// CLI ahead of the tests (`make temporal`).
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/bgcheck/bgcheck/apiserver"
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/devenv"
+	"github.com/bgcheck/bgcheck/devtemporal"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
@@ -34,6 +36,9 @@ const usage = `usage:
                               or start a throwaway one; run COMMAND with BGCHECK_TEST_DATABASE_URL
                               set and stop the server after it, or without COMMAND print the URL
                               and keep the server until interrupted
+  bgcheck-dev temporal-bin    print the path of the Temporal CLI pinned in tools/temporal, building
+                              it into ./.data/bin first if need be (minutes, the first time), or
+                              $` + devtemporal.BinaryEnv + ` when set
 `
 
 // dataDir holds what local development keeps between runs; .gitignore lists it.
@@ -48,6 +53,8 @@ func main() {
 		err = runDev(ctx)
 	case args[0] == "test-postgres":
 		err = runTestPostgres(ctx, args[1:])
+	case args[0] == "temporal-bin":
+		err = runTemporalBin(ctx)
 	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Print(usage)
 		return
@@ -165,6 +172,17 @@ func runTestPostgres(ctx context.Context, args []string) error {
 		}
 	}
 	return err
+}
+
+// runTemporalBin prints the pinned temporal CLI's path, alone on stdout so that scripts can
+// capture it; what building it says goes to stderr.
+func runTemporalBin(ctx context.Context) error {
+	bin, err := devtemporal.Binary(ctx, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		return err
+	}
+	fmt.Println(bin)
+	return nil
 }
 
 // stopPostgres stops the server if we started it, and reports whether all went well. It is
