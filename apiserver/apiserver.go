@@ -60,7 +60,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	}
 	tc, err := client.NewLazyClient(client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: tlog.NewStructuredLogger(log.With("component", "temporal")),
+		Logger: tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
 	})
 	if err != nil {
 		ln.Close()

@@ -21,7 +21,7 @@ func Dial(ctx context.Context, cfg config.Config, log *slog.Logger) (client.Clie
 	opts := client.Options{
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal")),
+		Logger:    tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
 	}
 	wait := 500 * time.Millisecond
 	for {

@@ -16,6 +16,9 @@ type banner struct {
 	Demo            devenv.Demo
 	DemoCreated     bool
 	DemoFile        string
+	TemporalAddress string
+	TemporalUI      string
+	RetrySchedule   string
 }
 
 // The curl lines stay copy-pasteable in bash and zsh: the key goes in a variable, and the
@@ -27,13 +30,16 @@ bgcheck is running at {{.BaseURL}}
   test key  {{.Demo.TestKey}}
   live key  {{.Demo.LiveKey}}
   admin     {{.Demo.AdminEmail}} / {{.Demo.AdminPassword}}
+  temporal  {{.TemporalAddress}}{{if .TemporalUI}} (Web UI {{.TemporalUI}}){{end}}; one worker runs here
+  retries   after {{.RetrySchedule}} (BGCHECK_RETRY_SCHEDULE, e.g. 5s,10s to watch retries quickly)
 
 Try it, in test mode:
 
   export BGCHECK_KEY={{.Demo.TestKey}}
 
-  # create a webhook endpoint (its signing secret is shown this once)
-  curl -sS -X POST {{.BaseURL}}/api/v1/webhooks/endpoints -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"url":"http://127.0.0.1:9000/webhooks","events":["candidate.updated"]}'
+  # create a webhook endpoint (its signing secret is shown this once); to receive its deliveries,
+  # in another terminal: BGCHECK_WEBHOOK_SECRET=<the secret> go run ./examples/receiver
+  curl -sS -X POST {{.BaseURL}}/api/v1/webhooks/endpoints -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"url":"http://127.0.0.1:9000/webhooks","events":["*"]}'
 
   # list webhook endpoints
   curl -sS {{.BaseURL}}/api/v1/webhooks/endpoints -H "X-API-Key: $BGCHECK_KEY"
@@ -45,7 +51,15 @@ Try it, in test mode:
   # change the candidate
   curl -sS -X PATCH {{.BaseURL}}/api/v1/candidates/$CANDIDATE -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"phone":"+14155550100"}'
 
-The API's OpenAPI document is at {{.BaseURL}}/api/v1/openapi.json. Ctrl-C stops the API{{if .StartedPostgres}} and PostgreSQL{{end}}.
+  # send a test event to every endpoint subscribed to its type, and see the deliveries
+  curl -sS -X POST {{.BaseURL}}/api/v1/events/test -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"type":"check.completed"}'
+  curl -sS {{.BaseURL}}/api/v1/events -H "X-API-Key: $BGCHECK_KEY"
+{{if .TemporalUI}}
+Find a delivery's workflow in the Temporal UI by event, endpoint, type or status, e.g.
+  {{.TemporalUI}}/namespaces/default/workflows?query=EventType%3D%22check.completed%22
+  (other keys: EventId, EndpointId, AccountId, DeliveryStatus; the workflow id is the delivery id)
+{{end}}
+The API's OpenAPI document is at {{.BaseURL}}/api/v1/openapi.json. Ctrl-C stops the API, the worker{{if .TemporalUI}}, Temporal{{end}}{{if .StartedPostgres}} and PostgreSQL{{end}}.
 
 `))
 

@@ -19,18 +19,24 @@ import (
 	"syscall"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/bgcheck/bgcheck/apiserver"
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/devenv"
 	"github.com/bgcheck/bgcheck/devtemporal"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/worker"
+	"github.com/bgcheck/bgcheck/workflows"
 )
 
 const usage = `usage:
   bgcheck-dev                 run the API on BGCHECK_HTTP_ADDR (default :8080) with a demo account,
                               using DATABASE_URL, else PostgreSQL at 127.0.0.1:5432, else a cluster
-                              it starts in ./.data/postgres; Ctrl-C stops both
+                              it starts in ./.data/postgres; the Temporal dev server (Web UI on
+                              :8233, state in ./.data/temporal.db) unless TEMPORAL_ADDRESS answers;
+                              and a worker. Ctrl-C stops them all
   bgcheck-dev test-postgres [-- COMMAND ARGS...]
                               find PostgreSQL at BGCHECK_TEST_DATABASE_URL (default ` + pgtest.DefaultURL + `)
                               or start a throwaway one; run COMMAND with BGCHECK_TEST_DATABASE_URL
@@ -101,6 +107,14 @@ func runDev(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	temporal, uiURL, err := startTemporal(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if temporal != nil {
+		defer temporal.Stop()
+		cfg.TemporalAddress = temporal.Address
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return err
@@ -108,8 +122,43 @@ func runDev(ctx context.Context) error {
 	printBanner(os.Stdout, banner{
 		BaseURL: baseURL(cfg.HTTPAddr, ln.Addr()), DatabaseURL: cfg.DatabaseURL, StartedPostgres: pg.Started,
 		Demo: demo, DemoCreated: created, DemoFile: filepath.Join(dataDir, "demo.json"),
+		TemporalAddress: cfg.TemporalAddress, TemporalUI: uiURL, RetrySchedule: cfg.RetrySchedule,
 	})
-	return apiserver.Serve(ctx, ln, cfg, log)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- worker.Run(ctx, cfg, log.With("component", "worker")) }()
+	err = apiserver.Serve(ctx, ln, cfg, log)
+	if werr := <-workerDone; err == nil {
+		err = werr
+	}
+	return err
+}
+
+// startTemporal uses the Temporal at TEMPORAL_ADDRESS when one answers there; otherwise it starts
+// the pinned dev server with its Web UI on :8233 and the search attributes registered, keeping its
+// state in ./.data/temporal.db so deliveries survive a restart of make dev. It returns the server
+// it started (nil when it found one) and the UI's address.
+func startTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (*devtemporal.Server, string, error) {
+	if os.Getenv("TEMPORAL_ADDRESS") != "" {
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if c, err := client.DialContext(dctx, client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace}); err == nil {
+			c.Close()
+			log.Info("using the Temporal that answers", "address", cfg.TemporalAddress)
+			return nil, "", nil
+		}
+	}
+	log.Info("starting the Temporal dev server (the first run builds the pinned CLI, which takes a few minutes)")
+	srv, err := devtemporal.Start(ctx, devtemporal.Options{
+		Port: 7233, UIPort: 8233,
+		DBFile:           filepath.Join(dataDir, "temporal.db"),
+		LogFile:          filepath.Join(dataDir, "temporal.log"),
+		SearchAttributes: workflows.SearchAttributes,
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("start the Temporal dev server: %w", err)
+	}
+	return srv, srv.UIAddress, nil
 }
 
 // prepareDatabase migrates the database and returns the demo account, creating it on first use.
