@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +233,45 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// On SIGTERM a worker stops polling but lets the attempt in flight finish and be recorded: the
+// receiver's answer counts, and no second worker is needed.
+func TestWorkerSIGTERMLetsTheAttemptInFlightFinish(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, 0)
+	s.startAPI()
+	inFlight := make(chan struct{}, 1)
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			inFlight <- struct{}{}
+			time.Sleep(3 * time.Second) // still answering when the worker is told to stop
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	ep := s.createEndpoint(rc.URL)
+	w := s.workerProcess()
+	s.sendTestEvent(webhook.EventDisputeResolved)
+	select {
+	case <-inFlight:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the attempt never arrived")
+	}
+	if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- w.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the worker exited with %v after SIGTERM", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the worker did not exit after SIGTERM")
+	}
+	d := s.deliveryOf(ep.ID)
+	if d.Status != "succeeded" || d.AttemptCount != 1 || len(rc.got()) != 1 {
+		t.Fatalf("after a graceful stop: status %s, %d attempts recorded, %d received", d.Status, d.AttemptCount, len(rc.got()))
+	}
 }
