@@ -67,6 +67,10 @@ type AttemptResult struct {
 // error means the attempt could not be made or recorded, and the workflow tries it again.
 func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (AttemptResult, error) {
 	target, err := a.DB.FindAttemptTarget(ctx, in.DeliveryID)
+	if errors.Is(err, bgcheck.ErrNotFound) {
+		// The delivery is gone (its account was deleted): nothing is left to deliver or record.
+		return AttemptResult{Status: bgcheck.DeliveryCanceled, Error: "the delivery no longer exists"}, nil
+	}
 	if err != nil {
 		return AttemptResult{}, fmt.Errorf("load delivery %s: %w", in.DeliveryID, err)
 	}

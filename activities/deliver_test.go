@@ -276,3 +276,14 @@ func TestRotatedSecretSignsTheNextAttempt(t *testing.T) {
 		t.Fatal("the body changed between attempts, or the attempt number is wrong")
 	}
 }
+
+func TestVanishedDeliveryEndsCanceled(t *testing.T) {
+	f := newFixture(t, "https://example.com/hook")
+	if _, err := f.db.Pool().Exec(context.Background(), `DELETE FROM accounts WHERE id = $1`, f.tenant.AccountID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.acts(true).DeliverWebhook(context.Background(), activities.AttemptInput{DeliveryID: f.deliveryID, Number: 1})
+	if err != nil || res.Status != bgcheck.DeliveryCanceled {
+		t.Fatalf("result %+v %v, want canceled", res, err)
+	}
+}
