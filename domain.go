@@ -56,10 +56,11 @@ type Account struct {
 	CreatedAt time.Time `json:"created_at" db:"created_at"`
 }
 
-// User is a portal user of an account.
+// User is a portal user. Admins belong to an account; a consumer who registered on their own
+// belongs to none (AccountID nil).
 type User struct {
 	ID        string    `json:"id" db:"id"`
-	AccountID string    `json:"account_id" db:"account_id"`
+	AccountID *string   `json:"account_id" db:"account_id"`
 	Email     string    `json:"email" db:"email"`
 	Name      string    `json:"name" db:"name"`
 	Role      Role      `json:"role" db:"role"`

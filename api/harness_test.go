@@ -126,6 +126,16 @@ type response struct {
 // (sent as JSON).
 func (e *env) do(method, path, key string, body any) *response {
 	e.t.Helper()
+	var headers map[string]string
+	if key != "" {
+		headers = map[string]string{"X-API-Key": key}
+	}
+	return e.doWith(method, path, body, headers)
+}
+
+// doWith sends a request with the given headers; body as for do.
+func (e *env) doWith(method, path string, body any, headers map[string]string) *response {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -144,8 +154,8 @@ func (e *env) do(method, path, key string, body any) *response {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if key != "" {
-		req.Header.Set("X-API-Key", key)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")

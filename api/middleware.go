@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/auth"
 )
 
 type ctxKey int
@@ -26,6 +28,7 @@ type requestInfo struct {
 	client    netip.Addr
 	accountID string
 	apiKey    *bgcheck.APIKey // set by requireAPIKey
+	user      *auth.Claims    // set by requireBearer
 	log       *slog.Logger
 }
 
@@ -229,6 +232,56 @@ func requireScope(scope string) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !apiKeyOf(r).HasScope(scope) {
 				writeError(w, r, bgcheck.Errorf(bgcheck.CodeInsufficientScope, "this key lacks the scope %s", scope))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// requireBearer admits requests with a valid access token (Authorization: Bearer …) of a sign-in
+// that is still active, and puts its claims in the request's context.
+func (s *Server) requireBearer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		if h == "" {
+			writeError(w, r, bgcheck.Errorf(bgcheck.CodeMissingToken, "send your access token as Authorization: Bearer <token>"))
+			return
+		}
+		scheme, raw, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") || raw == "" {
+			writeError(w, r, bgcheck.Errorf(bgcheck.CodeInvalidToken, "the Authorization header must be Bearer <token>"))
+			return
+		}
+		claims, err := s.tokens.Parse(raw, auth.AccessToken)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		active, err := s.sessions.Active(r.Context(), claims.Session)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if !active {
+			writeError(w, r, bgcheck.Errorf(bgcheck.CodeInvalidToken, "this sign-in has ended; sign in again"))
+			return
+		}
+		ri := infoOf(r.Context())
+		ri.user, ri.accountID = claims, claims.Account
+		next.ServeHTTP(w, r)
+	})
+}
+
+// userOf returns the claims of a request that passed requireBearer.
+func userOf(r *http.Request) *auth.Claims { return infoOf(r.Context()).user }
+
+// requireRole admits only portal users of the role.
+func requireRole(role bgcheck.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if userOf(r).Role != role {
+				writeError(w, r, bgcheck.Errorf(bgcheck.CodeForbidden, "this route is for %s users", role))
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/auth"
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/workflows"
 )
@@ -32,6 +35,13 @@ type Options struct {
 	Logger         *slog.Logger
 	// Temporal, when set, is checked by /readyz beside the database.
 	Temporal client.Client
+	// Tokens signs and checks portal JWTs; nil makes a random key (tokens then die with the
+	// process: fine for tests, wrong for production, where BGCHECK_JWT_SIGNING_KEY is set).
+	Tokens *auth.Tokens
+	// Mailer sends magic links; nil logs them.
+	Mailer MagicLinkSender
+	// PortalURL is the base of magic links (BGCHECK_PORTAL_URL).
+	PortalURL string
 }
 
 // Server holds the HTTP layer's dependencies.
@@ -40,6 +50,10 @@ type Server struct {
 	keys *auth.Verifier
 	opts Options
 	log  *slog.Logger
+
+	tokens     *auth.Tokens
+	sessions   *auth.SessionChecker
+	background sync.WaitGroup // magic-link mails in flight
 
 	// extraKeyRoutes, when set (by benchmarks), adds routes behind the API-key middleware.
 	extraKeyRoutes func(chi.Router)
@@ -51,8 +65,25 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{db: db, keys: keys, opts: opts, log: log}
+	if opts.Tokens == nil {
+		opts.Tokens, _ = auth.NewTokens(auth.RandomKey())
+	}
+	if opts.Mailer == nil {
+		opts.Mailer = mail.LogSender{Log: log}
+	}
+	if opts.PortalURL == "" {
+		opts.PortalURL = config.DefaultPortalURL
+	}
+	s := &Server{db: db, keys: keys, opts: opts, log: log, tokens: opts.Tokens}
+	if db != nil {
+		s.sessions = auth.NewSessionChecker(db, 0)
+	}
+	return s
 }
+
+// Wait blocks until background work started by requests (magic-link mails) is done; call it after
+// the HTTP server has shut down.
+func (s *Server) Wait() { s.background.Wait() }
 
 // Handler returns the router of every route the service serves.
 func (s *Server) Handler() http.Handler {
@@ -70,6 +101,16 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/openapi.json", handleOpenAPI)
+
+		r.Route("/auth", func(r chi.Router) {
+			r.Post("/register", s.handleRegister)
+			r.Post("/login", s.handleLogin)
+			r.Post("/refresh", s.handleRefresh)
+			r.Post("/magic-link/request", s.handleMagicLinkRequest)
+			r.Post("/magic-link/verify", s.handleMagicLinkVerify)
+			r.With(s.requireBearer).Post("/logout", s.handleLogout)
+		})
+		r.With(s.requireBearer).Get("/me", s.handleMe)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireAPIKey)

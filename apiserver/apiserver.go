@@ -6,6 +6,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,13 +52,18 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		log.Info("applied migrations", "versions", applied)
 	}
 
-	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
-	// dispatcher starts their workflows once it is back.
 	schedule, err := config.ParseSchedule(cfg.RetrySchedule)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	tokens, err := signingKeys(cfg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
+	// dispatcher starts their workflows once it is back.
 	tc, err := client.NewLazyClient(client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
 		Logger: tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
@@ -79,13 +85,16 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { defer close(flushDone); keys.Run(flushCtx, 5*time.Second) }()
 
+	handler := api.New(db, keys, api.Options{
+		AllowPrivateWebhookURLs: cfg.AllowPrivateWebhookURLs,
+		TrustedProxies:          cfg.TrustedProxies,
+		Logger:                  log,
+		Temporal:                tc,
+		Tokens:                  tokens,
+		PortalURL:               cfg.PortalURL,
+	})
 	srv := &http.Server{
-		Handler: api.New(db, keys, api.Options{
-			AllowPrivateWebhookURLs: cfg.AllowPrivateWebhookURLs,
-			TrustedProxies:          cfg.TrustedProxies,
-			Logger:                  log,
-			Temporal:                tc,
-		}).Handler(),
+		Handler:           handler.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -103,6 +112,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		defer cancel()
 		err = srv.Shutdown(shutdownCtx)
 	}
+	handler.Wait() // magic-link mails in flight
 	stopFlush()
 	stopDispatch()
 	<-flushDone // the last record of key use is written before the pool closes
@@ -111,4 +121,24 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		return nil
 	}
 	return err
+}
+
+// signingKeys builds the JWT issuer from BGCHECK_JWT_SIGNING_KEY (and BGCHECK_JWT_PREVIOUS_KEYS).
+// Without a key it makes a random one and says so: fine for development, but every token dies
+// with the process and instances would not accept each other's tokens.
+func signingKeys(cfg config.Config, log *slog.Logger) (*auth.Tokens, error) {
+	if cfg.JWTSigningKey == "" {
+		log.Warn("BGCHECK_JWT_SIGNING_KEY is not set: signing portal tokens with a random key; they will not survive a restart")
+		return auth.NewTokens(auth.RandomKey())
+	}
+	previous := make([][]byte, len(cfg.JWTPreviousKeys))
+	for i, k := range cfg.JWTPreviousKeys {
+		previous[i] = []byte(k)
+	}
+	t, err := auth.NewTokens([]byte(cfg.JWTSigningKey), previous...)
+	if err != nil {
+		return nil, fmt.Errorf("BGCHECK_JWT_SIGNING_KEY: %w", err)
+	}
+	log.Info("signing portal tokens", "kid", auth.KeyID([]byte(cfg.JWTSigningKey)), "previous_keys", len(previous))
+	return t, nil
 }

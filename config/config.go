@@ -30,11 +30,14 @@ type Config struct {
 	AllowPrivateWebhookURLs bool
 	RetrySchedule           string
 	JWTSigningKey           string
-	RedisURL                string
-	SMTPURL                 string
-	PortalURL               string
-	TrustedProxies          []netip.Prefix
-	LogLevel                string
+	// JWTPreviousKeys still verify tokens during a key rotation (BGCHECK_JWT_PREVIOUS_KEYS,
+	// comma-separated).
+	JWTPreviousKeys []string
+	RedisURL        string
+	SMTPURL         string
+	PortalURL       string
+	TrustedProxies  []netip.Prefix
+	LogLevel        string
 	// WorkerConcurrency is how many delivery attempts one worker runs at once.
 	WorkerConcurrency int
 }
@@ -48,6 +51,7 @@ func FromEnv() (Config, error) {
 		HTTPAddr:          get("BGCHECK_HTTP_ADDR", DefaultHTTPAddr),
 		RetrySchedule:     get("BGCHECK_RETRY_SCHEDULE", DefaultRetrySchedule),
 		JWTSigningKey:     os.Getenv("BGCHECK_JWT_SIGNING_KEY"),
+		JWTPreviousKeys:   splitList(os.Getenv("BGCHECK_JWT_PREVIOUS_KEYS")),
 		RedisURL:          os.Getenv("BGCHECK_REDIS_URL"),
 		SMTPURL:           os.Getenv("BGCHECK_SMTP_URL"),
 		PortalURL:         get("BGCHECK_PORTAL_URL", DefaultPortalURL),
@@ -139,6 +143,16 @@ func getInt(name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s: %q is not a positive whole number", name, v)
 	}
 	return n, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func get(name, def string) string {

@@ -11,7 +11,7 @@ import (
 )
 
 // NewUser is a user to create; PasswordHash is an encoded argon2id hash, or "" for a user who
-// signs in another way.
+// signs in another way. AccountID "" creates a consumer of no account.
 type NewUser struct {
 	AccountID    string
 	Email        string
@@ -67,15 +67,18 @@ func createAccount(ctx context.Context, q querier, name string) (*bgcheck.Accoun
 }
 
 func createUser(ctx context.Context, q querier, u NewUser) (*bgcheck.User, error) {
-	var hash *string
+	var hash, account *string
 	if u.PasswordHash != "" {
 		hash = &u.PasswordHash
+	}
+	if u.AccountID != "" {
+		account = &u.AccountID
 	}
 	rows, err := q.Query(ctx, `
 		INSERT INTO users (id, account_id, email, name, role, password_hash)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING id, account_id, email, name, role, created_at`,
-		bgcheck.NewID(bgcheck.PrefixUser), u.AccountID, u.Email, u.Name, u.Role, hash)
+		bgcheck.NewID(bgcheck.PrefixUser), account, u.Email, u.Name, u.Role, hash)
 	user, err := collectOne[bgcheck.User](rows, err)
 	if isUniqueViolation(err, "users_email_key") {
 		return nil, bgcheck.Errorf(bgcheck.CodeEmailTaken, "a user with this e-mail already exists")
