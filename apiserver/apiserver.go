@@ -19,6 +19,7 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/dispatcher"
+	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/postgres"
 )
 
@@ -37,6 +38,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 // use is written before the pool closes. ln is closed on return. Serve takes a listener so that a
 // caller can announce the address, or learn the port of ":0", before serving.
 func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Logger) error {
+	mailer, err := mail.New(cfg.SMTPURL, log)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("BGCHECK_SMTP_URL: %w", err)
+	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		ln.Close()
@@ -92,6 +98,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		Temporal:                tc,
 		Tokens:                  tokens,
 		PortalURL:               cfg.PortalURL,
+		Mailer:                  mailer,
 	})
 	srv := &http.Server{
 		Handler:           handler.Handler(),

@@ -1,12 +1,33 @@
 // Package mail sends the service's e-mails: today, consumers' sign-in links. With
-// BGCHECK_SMTP_URL set they go out over SMTP; without it they are written to the log, which is
-// enough for local development.
+// BGCHECK_SMTP_URL set they go out over SMTP (SMTPSender); without it they are written to the log
+// (LogSender), which is enough for local development.
 package mail
 
 import (
 	"context"
 	"log/slog"
 )
+
+// Sender delivers sign-in links. It has the method set of api.MagicLinkSender, which this package
+// cannot name: package api imports package mail.
+type Sender interface {
+	SendMagicLink(ctx context.Context, to, link string) error
+}
+
+// New returns the sender BGCHECK_SMTP_URL asks for: an SMTPSender for smtpURL (see
+// NewSMTPSender for its syntax), or a LogSender when smtpURL is empty. A malformed URL is an
+// error, which never repeats the URL's password.
+func New(smtpURL string, log *slog.Logger) (Sender, error) {
+	if smtpURL == "" {
+		return LogSender{Log: log}, nil
+	}
+	s, err := NewSMTPSender(smtpURL)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("magic links are mailed over SMTP", "server", s.Addr(), "tls", s.security.String(), "from", s.from)
+	return s, nil
+}
 
 // LogSender writes sign-in links to the log instead of sending them.
 type LogSender struct {
