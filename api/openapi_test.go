@@ -22,7 +22,7 @@ import (
 )
 
 // The tests in this file hold api/openapi.json to the router: every route is documented and every
-// documented operation is served, with the authentication and scope the document claims.
+// documented operation is served, with the authentication, scope and role the document claims.
 
 // openAPIMethods are the operation keys of an OpenAPI path item.
 var openAPIMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -32,6 +32,7 @@ type openAPIOperation struct {
 	OperationID string                     `json:"operationId"`
 	Security    *[]map[string][]string     `json:"security"`
 	Scope       string                     `json:"x-required-scope"`
+	Role        bgcheck.Role               `json:"x-required-role"`
 	Parameters  []json.RawMessage          `json:"parameters"`
 	Responses   map[string]json.RawMessage `json:"responses"`
 }
@@ -90,13 +91,22 @@ func loadOpenAPISpec(t *testing.T) *openAPISpec {
 
 // needsAPIKey reports whether op requires the ApiKey scheme: its own security, or the document's
 // when it has none.
-func (s *openAPISpec) needsAPIKey(op openAPIOperation) bool {
-	security := s.security
+func (s *openAPISpec) needsAPIKey(op openAPIOperation) bool { return s.needs(op, "ApiKey") }
+
+// needsBearer reports whether op requires the BearerAuth scheme (a portal user's access token).
+func (s *openAPISpec) needsBearer(op openAPIOperation) bool { return s.needs(op, "BearerAuth") }
+
+// securityOf is op's own security, or the document's when it has none.
+func (s *openAPISpec) securityOf(op openAPIOperation) []map[string][]string {
 	if op.Security != nil {
-		security = *op.Security
+		return *op.Security
 	}
-	return slices.ContainsFunc(security, func(req map[string][]string) bool {
-		_, ok := req["ApiKey"]
+	return s.security
+}
+
+func (s *openAPISpec) needs(op openAPIOperation, scheme string) bool {
+	return slices.ContainsFunc(s.securityOf(op), func(req map[string][]string) bool {
+		_, ok := req[scheme]
 		return ok
 	})
 }
@@ -215,6 +225,10 @@ func TestOpenAPIDocumentIsWellFormed(t *testing.T) {
 	if !strings.HasPrefix(spec.version, "3.1") {
 		t.Errorf(`"openapi" is %q, want 3.1.x`, spec.version)
 	}
+	if bearer, _ := spec.resolve("#/components/securitySchemes/BearerAuth"); fmt.Sprint(bearer.(map[string]any)["type"], " ",
+		bearer.(map[string]any)["scheme"]) != "http bearer" {
+		t.Errorf("the BearerAuth scheme is %v, want type http, scheme bearer", bearer)
+	}
 	if len(spec.operations) == 0 {
 		t.Fatal("the document has no operations")
 	}
@@ -253,6 +267,28 @@ func TestOpenAPIDocumentIsWellFormed(t *testing.T) {
 		}
 		if op.Scope != "" && !slices.Contains(bgcheck.Scopes, op.Scope) {
 			t.Errorf("%s: x-required-scope %q is not a scope", key, op.Scope)
+		}
+		for _, req := range spec.securityOf(op) {
+			for scheme := range req {
+				if _, ok := spec.resolve("#/components/securitySchemes/" + scheme); !ok {
+					t.Errorf("%s: security scheme %q is not in components.securitySchemes", key, scheme)
+				}
+			}
+		}
+		if spec.needsAPIKey(op) && spec.needsBearer(op) {
+			t.Errorf("%s names both an API key and a bearer token: the router asks for one or the other", key)
+		}
+		if spec.needsBearer(op) && op.Responses["401"] == nil {
+			t.Errorf("%s needs a bearer token but documents no 401", key)
+		}
+		switch {
+		case op.Role == "":
+		case op.Role != bgcheck.RoleAdmin && op.Role != bgcheck.RoleConsumer:
+			t.Errorf("%s: x-required-role %q is not a role", key, op.Role)
+		case !spec.needsBearer(op):
+			t.Errorf("%s: x-required-role without BearerAuth", key)
+		case op.Responses["403"] == nil:
+			t.Errorf("%s is for %s users but documents no 403", key, op.Role)
 		}
 
 		// Every {name} in the path is declared as a path parameter, by the path item or the
@@ -331,10 +367,37 @@ func (k openAPIKeys) add(scopes []string) string {
 	return g.Raw
 }
 
+// openAPIUsers signs in portal users of one account on a real database.
+type openAPIUsers struct {
+	t         *testing.T
+	srv       *Server
+	accountID string
+}
+
+// token creates a user of the role in the account, starts a sign-in for them and returns its
+// access token: a fresh one each time, since an operation tried (logout) may end the sign-in.
+func (u openAPIUsers) token(role bgcheck.Role) string {
+	u.t.Helper()
+	ctx := context.Background()
+	user, err := u.srv.db.CreateUser(ctx, postgres.NewUser{AccountID: u.accountID, Email: bgcheck.NewID("u") + "@example.com", Role: role})
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	sub := auth.Subject{UserID: user.ID, AccountID: u.accountID, Role: role, SessionID: bgcheck.NewID(prefixSession)}
+	pair, refresh, err := u.srv.issuePair(sub)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if err := u.srv.db.StartSession(ctx, sub.SessionID, user.ID, refresh.ID, refresh.ExpiresAt); err != nil {
+		u.t.Fatal(err)
+	}
+	return pair.AccessToken
+}
+
 // TestOpenAPISecurityMatchesRouter sends each documented operation a request the handler refuses
 // before it needs the database (a malformed path id, ?limit=0, an empty body) and checks that the
-// router enforces the authentication and the scope the document states, and answers only statuses
-// the document lists.
+// router enforces the authentication, the scope and the role the document states, and answers only
+// statuses the document lists.
 func TestOpenAPISecurityMatchesRouter(t *testing.T) {
 	spec := loadOpenAPISpec(t)
 	srv, _ := newInternalServer(t, slog.New(slog.DiscardHandler))
@@ -344,17 +407,22 @@ func TestOpenAPISecurityMatchesRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := openAPIKeys{t: t, db: srv.db, accountID: acct.ID}
+	users := openAPIUsers{t: t, srv: srv, accountID: acct.ID}
 	h := srv.Handler()
 	pathParam := regexp.MustCompile(`\{[^}]+\}`)
 
-	call := func(key, method, path string) *httptest.ResponseRecorder {
+	send := func(method, path, header, value string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, pathParam.ReplaceAllString(path, "malformed")+"?limit=0", nil)
-		if key != "" {
-			req.Header.Set("X-API-Key", key)
+		if value != "" {
+			req.Header.Set(header, value)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
+	}
+	call := func(key, method, path string) *httptest.ResponseRecorder { return send(method, path, "X-API-Key", key) }
+	bearer := func(token, method, path string) *httptest.ResponseRecorder {
+		return send(method, path, "Authorization", "Bearer "+token)
 	}
 	// answer checks that rec is a status op documents, with the documented media type, and
 	// returns its problem code ("" for a success).
@@ -389,11 +457,34 @@ func TestOpenAPISecurityMatchesRouter(t *testing.T) {
 		op := spec.operations[key]
 		method, path, _ := strings.Cut(key, " ")
 		t.Run(key, func(t *testing.T) {
+			if spec.needsBearer(op) {
+				if got := answer(t, op, call("", method, path)); !strings.HasPrefix(got, string(bgcheck.CodeMissingToken)) {
+					t.Errorf("without a token: answered %q, want %s", got, bgcheck.CodeMissingToken)
+				}
+				if got := answer(t, op, bearer("not.a.jwt", method, path)); !strings.HasPrefix(got, string(bgcheck.CodeInvalidToken)) {
+					t.Errorf("with a malformed token: answered %q, want %s", got, bgcheck.CodeInvalidToken)
+				}
+				for _, role := range []bgcheck.Role{bgcheck.RoleConsumer, bgcheck.RoleAdmin} {
+					rec := bearer(users.token(role), method, path)
+					got := answer(t, op, rec)
+					switch {
+					case op.Role != "" && role != op.Role:
+						if !strings.HasPrefix(got, string(bgcheck.CodeForbidden)+" ") {
+							t.Errorf("as a %s: answered %q, want %s", role, got, bgcheck.CodeForbidden)
+						}
+					case rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden:
+						t.Errorf("as a %s: answered %d: %s", role, rec.Code, rec.Body)
+					}
+				}
+				return
+			}
 			if !spec.needsAPIKey(op) {
 				// Documented as open: no API key is asked for.
-				if rec := call("", method, path); rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden {
+				rec := call("", method, path)
+				if rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden {
 					t.Errorf("documented without security, but answered %d without a key: %s", rec.Code, rec.Body)
 				}
+				answer(t, op, rec)
 				return
 			}
 

@@ -1,6 +1,6 @@
 // Package api is bgcheck's HTTP interface: a chi router under /api/v1 with API-key
-// authentication, problem+json errors (API.md §1) and the routes of API.md §4 and the candidates
-// family.
+// authentication, problem+json errors (API.md §1), the routes of API.md §4 and the candidates
+// family, and the portal's sign-in (§3) and admin (§5) routes with bearer tokens.
 package api
 
 import (
@@ -111,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 			r.With(s.requireBearer).Post("/logout", s.handleLogout)
 		})
 		r.With(s.requireBearer).Get("/me", s.handleMe)
+		r.Route("/admin", s.adminRoutes)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireAPIKey)
@@ -159,6 +160,20 @@ func (s *Server) candidateRoutes(r chi.Router) {
 		r.With(read).Get("/", s.handleCandidateGet)
 		r.With(write).Patch("/", s.handleCandidateUpdate)
 		r.With(write).Delete("/", s.handleCandidateDelete)
+	})
+}
+
+// adminRoutes are the account dashboard's routes (API.md §5): bearer tokens of admin users only,
+// acting on the admin's account in both modes at once.
+func (s *Server) adminRoutes(r chi.Router) {
+	r.Use(s.requireBearer, requireRole(bgcheck.RoleAdmin))
+	r.Get("/overview", s.handleAdminOverview)
+	r.Get("/deliveries", s.handleAdminDeliveries)
+	r.Post("/deliveries/{deliveryID}/redeliver", s.handleAdminRedeliver)
+	r.Route("/api-keys", func(r chi.Router) {
+		r.Get("/", s.handleAPIKeyList)
+		r.Post("/", s.handleAPIKeyCreate)
+		r.Delete("/{keyID}", s.handleAPIKeyRevoke)
 	})
 }
 

@@ -49,20 +49,31 @@ var ErrDeliveryInProgress = bgcheck.Errorf(bgcheck.CodeDeliveryInProgress,
 
 // Redeliver starts a fresh attempt series for a finished delivery (succeeded, failed or
 // canceled): the same event, the same bytes, a new workflow. The row goes back to pending and
-// undispatched, so the dispatcher starts the series' workflow exactly as for a new delivery.
+// undispatched, so the dispatcher starts the series' workflow exactly as for a new delivery. A
+// pending delivery is ErrDeliveryInProgress; one the tenant cannot see is bgcheck.ErrNotFound.
 func (db *DB) Redeliver(ctx context.Context, t bgcheck.Tenant, id string) (*bgcheck.Delivery, error) {
+	if !t.Mode.Valid() {
+		return nil, bgcheck.ErrNotFound // "" would widen the search to both modes
+	}
+	return db.redeliver(ctx, t.AccountID, t.Mode, id)
+}
+
+// redeliver is Redeliver for a delivery of the account in the given mode, or in either mode when
+// mode is "" (an admin acts across both; see RedeliverInAccount).
+func (db *DB) redeliver(ctx context.Context, accountID string, mode bgcheck.Mode, id string) (*bgcheck.Delivery, error) {
 	var d *bgcheck.Delivery
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			UPDATE deliveries SET status = 'pending', series = series + 1, dispatched_at = NULL,
 				next_attempt_at = now(), updated_at = now()
-			WHERE id = $1 AND account_id = $2 AND mode = $3 AND status <> 'pending'
-			RETURNING `+deliveryColumns, id, t.AccountID, t.Mode)
+			WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3) AND status <> 'pending'
+			RETURNING `+deliveryColumns, id, accountID, mode)
 		d, err = collectOne[bgcheck.Delivery](rows, err)
 		if err == bgcheck.ErrNotFound {
 			var exists bool
-			if qerr := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries WHERE id = $1 AND account_id = $2 AND mode = $3)`,
-				id, t.AccountID, t.Mode).Scan(&exists); qerr != nil {
+			if qerr := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM deliveries
+				WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3))`,
+				id, accountID, mode).Scan(&exists); qerr != nil {
 				return qerr
 			}
 			if exists {

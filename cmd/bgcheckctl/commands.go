@@ -3,11 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,27 +66,28 @@ func cmdBootstrap(ctx context.Context, cfg config.Config, args []string, stdout 
 	if err != nil {
 		return err
 	}
-	testKey, liveKey := auth.NewAPIKey(bgcheck.ModeTest), auth.NewAPIKey(bgcheck.ModeLive)
+	// One full-access key per mode, issued by the same rules as keys create.
+	var keys []postgres.NewAPIKey
+	out := map[string]string{}
+	for _, mode := range []bgcheck.Mode{bgcheck.ModeTest, bgcheck.ModeLive} {
+		k, err := auth.IssueAPIKey(auth.KeySpec{Mode: mode, Name: "default " + string(mode) + " key"}, time.Now())
+		if err != nil {
+			return err
+		}
+		keys, out[string(mode)+"_key"] = append(keys, postgres.NewAPIKeyFor("", k)), k.Raw
+	}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	acct, admin, err := db.Bootstrap(ctx, *account,
-		postgres.NewUser{Email: *email, Name: "", Role: bgcheck.RoleAdmin, PasswordHash: hash},
-		[]postgres.NewAPIKey{newKeyRecord(testKey, "", bgcheck.ModeTest, "default test key"),
-			newKeyRecord(liveKey, "", bgcheck.ModeLive, "default live key")})
+		postgres.NewUser{Email: *email, Name: "", Role: bgcheck.RoleAdmin, PasswordHash: hash}, keys)
 	if err != nil {
 		return err
 	}
-	return printJSON(stdout, map[string]string{
-		"account_id": acct.ID, "admin_user_id": admin.ID,
-		"test_key": testKey.Raw, "live_key": liveKey.Raw,
-	})
-}
-
-func newKeyRecord(k auth.GeneratedKey, accountID string, mode bgcheck.Mode, name string) postgres.NewAPIKey {
-	return postgres.NewAPIKey{AccountID: accountID, Name: name, Mode: mode, Hash: k.Hash, Prefix: k.Prefix, Last4: k.Last4}
+	out["account_id"], out["admin_user_id"] = acct.ID, admin.ID
+	return printJSON(stdout, out)
 }
 
 // multiFlag collects a repeated flag.
@@ -95,6 +95,11 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// keyFlags names the flag of keys create behind each field auth.IssueAPIKey may refuse.
+var keyFlags = map[string]string{
+	"name": "--name", "mode": "--mode", "scopes": "--scopes", "expires_at": "--expires-at", "allowed_ips": "--allow-ip",
+}
 
 func cmdKeysCreate(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
@@ -111,53 +116,42 @@ func cmdKeysCreate(ctx context.Context, cfg config.Config, args []string, stdout
 	if *account == "" {
 		return usageError("keys create: --account is required")
 	}
-	m := bgcheck.Mode(*mode)
-	if !m.Valid() {
-		return usageError("keys create: --mode must be test or live")
-	}
-	rec := newKeyRecord(auth.GeneratedKey{}, *account, m, *name)
+	spec := auth.KeySpec{Name: *name, Mode: bgcheck.Mode(*mode), AllowedIPs: allow}
 	for _, s := range strings.Split(*scopes, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
+		if s = strings.TrimSpace(s); s != "" {
+			spec.Scopes = append(spec.Scopes, s)
 		}
-		if !slices.Contains(bgcheck.Scopes, s) {
-			return usageError(fmt.Sprintf("keys create: unknown scope %q (valid: %s)", s, strings.Join(bgcheck.Scopes, ", ")))
-		}
-		rec.Scopes = append(rec.Scopes, s)
 	}
 	if *expires != "" {
-		t, err := time.Parse(time.RFC3339, *expires)
-		if err != nil {
-			return usageError("keys create: --expires-at must be an RFC 3339 time such as 2027-01-01T00:00:00Z")
+		spec.ExpiresAt = expires
+	}
+	// The admin API's rules (auth.IssueAPIKey), its field errors told as the flags they came from.
+	issued, err := auth.IssueAPIKey(spec, time.Now())
+	if err != nil {
+		var e *bgcheck.Error
+		if !errors.As(err, &e) {
+			return err
 		}
-		rec.ExpiresAt = &t
-	}
-	for _, a := range allow {
-		p, err := config.ParsePrefix(a)
-		if err != nil {
-			return usageError("keys create: --allow-ip " + err.Error())
+		msgs := make([]string, len(e.Fields))
+		for i, f := range e.Fields {
+			msgs[i] = keyFlags[f.Field] + " " + f.Message
 		}
-		rec.AllowedIPs = append(rec.AllowedIPs, p)
+		return usageError("keys create: " + strings.Join(msgs, "; "))
 	}
-	if rec.AllowedIPs == nil {
-		rec.AllowedIPs = []netip.Prefix{}
-	}
-	gen := auth.NewAPIKey(m)
-	rec.Hash, rec.Prefix, rec.Last4 = gen.Hash, gen.Prefix, gen.Last4
 
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	key, err := db.CreateAPIKey(ctx, rec)
+	key, err := db.CreateAPIKey(ctx, postgres.NewAPIKeyFor(*account, issued))
 	if err != nil {
 		if bgcheck.ErrorCode(err) == bgcheck.CodeNotFound {
 			return fmt.Errorf("keys create: no account %s", *account)
 		}
 		return err
 	}
-	return printJSON(stdout, keyJSON{key, gen.Raw})
+	return printJSON(stdout, keyJSON{key, issued.Raw})
 }
 
 func cmdKeysRevoke(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
