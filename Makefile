@@ -28,9 +28,14 @@ clean:
 
 # Benchmarks (figures in the README). bench-api builds the binaries, starts bgcheck-api and a bare
 # chi server as separate processes and loads both; BENCH_FLAGS passes flags such as -c 64 -d 20s.
-.PHONY: bench bench-api
+# bench-limit checks that the platform rate limit holds under 200 clients for one window (a
+# minute); BENCH_FLAGS='-instances 2 -redis redis://127.0.0.1:6379/0' checks it across instances.
+.PHONY: bench bench-api bench-limit
 bench:
 	$(GO) test ./api -run '^$$' -bench APIKeyRouting -benchmem -count 5
 
 bench-api:
 	$(GO) run ./bench/loadapi $(BENCH_FLAGS)
+
+bench-limit:
+	$(GO) run ./bench/loadapi -limit-check -c 200 $(BENCH_FLAGS)

@@ -19,6 +19,9 @@ const maxBodyBytes = 1 << 20
 // unknown fields and trailing data, and translates every failure into the codes of API.md §1:
 // malformed_json, body_too_large, or validation_failed for a value of the wrong JSON type.
 func decodeJSON(r *http.Request, dst any) error {
+	if r.ContentLength > maxBodyBytes {
+		return bgcheck.Errorf(bgcheck.CodeBodyTooLarge, "the request body is larger than %d bytes", maxBodyBytes)
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return decodeError(err)

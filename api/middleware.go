@@ -15,6 +15,7 @@ import (
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/auth"
+	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
 type ctxKey int
@@ -120,9 +121,12 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
-// clientIP is the TCP peer, unless the peer is a trusted proxy: then it is the rightmost
-// X-Forwarded-For address that is not itself a trusted proxy, so a client cannot choose its own
-// address by sending the header.
+// clientIP is the TCP peer, unless the peer is a trusted proxy: then it is the rightmost address
+// of X-Forwarded-For, or of the RFC 7239 Forwarded header's for= parameters, that is not itself a
+// trusted proxy, so a client cannot choose its own address by sending the header. A proxy appends
+// to one of the two headers and passes the other through as the client sent it, and nothing tells
+// which is which: when both name a client and disagree, neither is believed and the peer is the
+// client.
 func (s *Server) clientIP(r *http.Request) netip.Addr {
 	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
@@ -132,22 +136,77 @@ func (s *Server) clientIP(r *http.Request) netip.Addr {
 	if !s.trusted(addr) {
 		return addr
 	}
-	values := r.Header.Values("X-Forwarded-For")
+	xff, xffFound := s.forwardedClient(addr, r.Header.Values("X-Forwarded-For"), parseXFFHop)
+	fwd, fwdFound := s.forwardedClient(addr, r.Header.Values("Forwarded"), parseForwardedHop)
+	switch {
+	case xffFound && fwdFound && xff != fwd:
+		return addr
+	case xffFound:
+		return xff
+	case fwdFound:
+		return fwd
+	case xff != addr:
+		return xff // every hop was a trusted proxy: the leftmost is the closest to the client
+	}
+	return fwd
+}
+
+// forwardedClient walks the hops of a forwarding header from the right, starting at the trusted
+// peer, and returns the first address that is not a trusted proxy (found true); or, when the hops
+// run out or one cannot be read (nothing further left is trusted), the last trusted hop reached
+// (found false).
+func (s *Server) forwardedClient(peer netip.Addr, values []string, parseHop func(string) (netip.Addr, bool)) (netip.Addr, bool) {
+	addr := peer
 	for i := len(values) - 1; i >= 0; i-- {
-		hops := splitComma(values[i])
+		hops := splitList(values[i], ',')
 		for j := len(hops) - 1; j >= 0; j-- {
-			hop, err := netip.ParseAddr(hops[j])
-			if err != nil {
-				return addr // a malformed hop: trust nothing further left
+			hop, ok := parseHop(hops[j])
+			if !ok {
+				return addr, false
 			}
-			hop = hop.Unmap()
 			if !s.trusted(hop) {
-				return hop
+				return hop, true
 			}
 			addr = hop
 		}
 	}
-	return addr
+	return addr, false
+}
+
+// parseXFFHop reads one X-Forwarded-For element: an IP address.
+func parseXFFHop(s string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(s)
+	return a.Unmap(), err == nil
+}
+
+// parseForwardedHop reads the for= parameter of one Forwarded element (RFC 7239 §4, §6):
+// `for=192.0.2.60;proto=https`, `for="192.0.2.60:8080"`, `for="[2001:db8::17]:4711"`. An element
+// without for=, or with an obfuscated or "unknown" node, names no address.
+func parseForwardedHop(element string) (netip.Addr, bool) {
+	for _, pair := range splitList(element, ';') {
+		name, value, ok := strings.Cut(pair, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(name), "for") {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
+			value = value[1 : len(value)-1]
+		}
+		if strings.HasPrefix(value, "[") { // [IPv6] or [IPv6]:port
+			end := strings.IndexByte(value, ']')
+			if end < 0 || (end+1 < len(value) && value[end+1] != ':') {
+				return netip.Addr{}, false
+			}
+			a, err := netip.ParseAddr(value[1:end])
+			return a.Unmap(), err == nil && a.Is6()
+		}
+		if host, _, found := strings.Cut(value, ":"); found { // IPv4:port; bare IPv6 is not allowed
+			value = host
+		}
+		a, err := netip.ParseAddr(value)
+		return a, err == nil && a.Is4()
+	}
+	return netip.Addr{}, false
 }
 
 func (s *Server) trusted(a netip.Addr) bool {
@@ -159,19 +218,15 @@ func (s *Server) trusted(a netip.Addr) bool {
 	return false
 }
 
-func splitComma(s string) []string {
+// splitList splits s at sep and trims spaces and tabs from the parts, dropping empty ones. It
+// ignores quoting on purpose: no address contains a comma or a semicolon, and a client's stray
+// quote must not swallow the hops a proxy appends after it.
+func splitList(s string, sep byte) []string {
 	var out []string
 	start := 0
 	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			part := s[start:i]
-			for len(part) > 0 && (part[0] == ' ' || part[0] == '\t') {
-				part = part[1:]
-			}
-			for len(part) > 0 && (part[len(part)-1] == ' ' || part[len(part)-1] == '\t') {
-				part = part[:len(part)-1]
-			}
-			if part != "" {
+		if i == len(s) || s[i] == sep {
+			if part := strings.Trim(s[start:i], " \t"); part != "" {
 				out = append(out, part)
 			}
 			start = i + 1
@@ -180,14 +235,12 @@ func splitComma(s string) []string {
 	return out
 }
 
-// limitBody refuses bodies over maxBodyBytes: at once when Content-Length says so, and while
-// reading otherwise.
+// limitBody caps request bodies at maxBodyBytes; decodeJSON answers 413 body_too_large, at once
+// when Content-Length says so and while reading otherwise. The refusal is the handler's, not this
+// middleware's, so that it comes after authentication and rate limiting and carries the
+// X-RateLimit-* headers like every other answer of a limited route.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > maxBodyBytes {
-			writeError(w, r, bgcheck.Errorf(bgcheck.CodeBodyTooLarge, "the request body is larger than %d bytes", maxBodyBytes))
-			return
-		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		}
@@ -196,16 +249,21 @@ func limitBody(next http.Handler) http.Handler {
 }
 
 // requireAPIKey admits requests that carry a valid X-API-Key usable from the client's address,
-// and puts the key in the request's context.
+// and puts the key in the request's context. Each request is counted against the platform rate
+// limit: the key's budget once the key is verified, else the client address's, so guessing keys
+// is throttled too. A spent budget is answered 429 before the authentication error, so a caller
+// cannot learn whether a key is valid while refused.
 func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw := r.Header.Get("X-API-Key")
-		if raw == "" {
-			writeError(w, r, bgcheck.Errorf(bgcheck.CodeMissingAPIKey, "send your API key in the X-API-Key header"))
+		ri := infoOf(r.Context())
+		key, err := s.verifyAPIKey(r, ri.client)
+		b := bucket{kind: byAddress, addr: ri.client}
+		if err == nil {
+			b = bucket{kind: byAPIKey, id: key.ID}
+		}
+		if !s.takeRate(w, r, ratelimit.Platform, b) {
 			return
 		}
-		ri := infoOf(r.Context())
-		key, err := s.keys.Verify(r.Context(), raw, ri.client)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -213,6 +271,14 @@ func (s *Server) requireAPIKey(next http.Handler) http.Handler {
 		ri.accountID, ri.apiKey = key.AccountID, key
 		next.ServeHTTP(w, r)
 	})
+}
+
+func (s *Server) verifyAPIKey(r *http.Request, client netip.Addr) (*bgcheck.APIKey, error) {
+	raw := r.Header.Get("X-API-Key")
+	if raw == "" {
+		return nil, bgcheck.Errorf(bgcheck.CodeMissingAPIKey, "send your API key in the X-API-Key header")
+	}
+	return s.keys.Verify(r.Context(), raw, client)
 }
 
 // apiKeyOf returns the verified key of a request that passed requireAPIKey.
@@ -240,37 +306,50 @@ func requireScope(scope string) func(http.Handler) http.Handler {
 }
 
 // requireBearer admits requests with a valid access token (Authorization: Bearer …) of a sign-in
-// that is still active, and puts its claims in the request's context.
+// that is still active, and puts its claims in the request's context. Each request is counted
+// against the consumer rate limit: the user's budget once the token is verified, else the client
+// address's; a spent budget is answered 429 before the authentication error.
 func (s *Server) requireBearer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		if h == "" {
-			writeError(w, r, bgcheck.Errorf(bgcheck.CodeMissingToken, "send your access token as Authorization: Bearer <token>"))
-			return
-		}
-		scheme, raw, _ := strings.Cut(h, " ")
-		if !strings.EqualFold(scheme, "Bearer") || raw == "" {
-			writeError(w, r, bgcheck.Errorf(bgcheck.CodeInvalidToken, "the Authorization header must be Bearer <token>"))
-			return
-		}
-		claims, err := s.tokens.Parse(raw, auth.AccessToken)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		active, err := s.sessions.Active(r.Context(), claims.Session)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		if !active {
-			writeError(w, r, bgcheck.Errorf(bgcheck.CodeInvalidToken, "this sign-in has ended; sign in again"))
-			return
-		}
 		ri := infoOf(r.Context())
+		claims, err := s.verifyBearer(r)
+		b := bucket{kind: byAddress, addr: ri.client}
+		if err == nil {
+			b = bucket{kind: byUser, id: claims.Subject}
+		}
+		if !s.takeRate(w, r, ratelimit.Consumer, b) {
+			return
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
 		ri.user, ri.accountID = claims, claims.Account
 		next.ServeHTTP(w, r)
 	})
+}
+
+func (s *Server) verifyBearer(r *http.Request) (*auth.Claims, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, bgcheck.Errorf(bgcheck.CodeMissingToken, "send your access token as Authorization: Bearer <token>")
+	}
+	scheme, raw, _ := strings.Cut(h, " ")
+	if !strings.EqualFold(scheme, "Bearer") || raw == "" {
+		return nil, bgcheck.Errorf(bgcheck.CodeInvalidToken, "the Authorization header must be Bearer <token>")
+	}
+	claims, err := s.tokens.Parse(raw, auth.AccessToken)
+	if err != nil {
+		return nil, err
+	}
+	active, err := s.sessions.Active(r.Context(), claims.Session)
+	if err != nil {
+		return nil, err
+	}
+	if !active {
+		return nil, bgcheck.Errorf(bgcheck.CodeInvalidToken, "this sign-in has ended; sign in again")
+	}
+	return claims, nil
 }
 
 // userOf returns the claims of a request that passed requireBearer.

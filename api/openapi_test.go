@@ -13,12 +13,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
 // The tests in this file hold api/openapi.json to the router: every route is documented and every
@@ -33,6 +35,7 @@ type openAPIOperation struct {
 	Security    *[]map[string][]string     `json:"security"`
 	Scope       string                     `json:"x-required-scope"`
 	Role        bgcheck.Role               `json:"x-required-role"`
+	RateClass   string                     `json:"x-rate-limit-class"`
 	Parameters  []json.RawMessage          `json:"parameters"`
 	Responses   map[string]json.RawMessage `json:"responses"`
 }
@@ -291,6 +294,8 @@ func TestOpenAPIDocumentIsWellFormed(t *testing.T) {
 			t.Errorf("%s is for %s users but documents no 403", key, op.Role)
 		}
 
+		spec.checkRateLimitDocs(t, key, op)
+
 		// Every {name} in the path is declared as a path parameter, by the path item or the
 		// operation.
 		path := key[strings.Index(key, " ")+1:]
@@ -304,6 +309,44 @@ func TestOpenAPIDocumentIsWellFormed(t *testing.T) {
 		for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
 			if !declared[m[1]] {
 				t.Errorf("%s: path parameter %q is not declared (as required)", key, m[1])
+			}
+		}
+	}
+}
+
+// rateHeaders are the headers API.md §7 puts on every answer of a rate-limited operation.
+var rateHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+
+// checkRateLimitDocs holds an operation's rate-limit documentation to API.md §7: the class follows
+// from the security (API key: platform; bearer: consumer; open sign-in routes: auth), every
+// response documents the X-RateLimit-* headers, and 429 is documented with Retry-After. Operations
+// of no class (the operational ones) document none of it.
+func (s *openAPISpec) checkRateLimitDocs(t *testing.T, key string, op openAPIOperation) {
+	t.Helper()
+	want := ""
+	switch path := key[strings.Index(key, " ")+1:]; {
+	case s.needsAPIKey(op):
+		want = ratelimit.Platform.String()
+	case s.needsBearer(op):
+		want = ratelimit.Consumer.String()
+	case strings.HasPrefix(path, "/api/v1/auth/"):
+		want = ratelimit.Auth.String()
+	}
+	if op.RateClass != want {
+		t.Errorf("%s: x-rate-limit-class %q, want %q", key, op.RateClass, want)
+	}
+	if (op.Responses["429"] != nil) != (want != "") {
+		t.Errorf("%s: 429 documented: %v; rate class %q", key, op.Responses["429"] != nil, want)
+	}
+	for status, raw := range op.Responses {
+		headers, _ := s.object(t, raw)["headers"].(map[string]any)
+		for _, h := range append(slices.Clone(rateHeaders), "Retry-After") {
+			_, documented := headers[h]
+			switch expected := want != "" && (h != "Retry-After" || status == "429"); {
+			case expected && !documented:
+				t.Errorf("%s: response %s does not document %s", key, status, h)
+			case documented && !expected:
+				t.Errorf("%s: response %s documents %s, which it never carries", key, status, h)
 			}
 		}
 	}
@@ -408,6 +451,18 @@ func TestOpenAPISecurityMatchesRouter(t *testing.T) {
 	}
 	keys := openAPIKeys{t: t, db: srv.db, accountID: acct.ID}
 	users := openAPIUsers{t: t, srv: srv, accountID: acct.ID}
+	// Limits that tell the classes apart by X-RateLimit-Limit, and never run out here.
+	limitOf := map[string]string{"auth": "100001", "consumer": "100002", "platform": "100003"}
+	limits, err := ratelimit.New(ratelimit.Limits{
+		Auth:     ratelimit.Rule{Limit: 100001, Window: time.Hour},
+		Consumer: ratelimit.Rule{Limit: 100002, Window: time.Hour},
+		Platform: ratelimit.Rule{Limit: 100003, Window: time.Hour},
+	}, ratelimit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer limits.Close(context.Background())
+	srv.opts.RateLimits = limits
 	h := srv.Handler()
 	pathParam := regexp.MustCompile(`\{[^}]+\}`)
 
@@ -430,6 +485,10 @@ func TestOpenAPISecurityMatchesRouter(t *testing.T) {
 		t.Helper()
 		if rec.Header().Get("X-Request-Id") == "" {
 			t.Error("no X-Request-Id header")
+		}
+		// The class the document states is the class that counted the request.
+		if got, want := rec.Header().Get("X-RateLimit-Limit"), limitOf[op.RateClass]; got != want {
+			t.Errorf("answered %d with X-RateLimit-Limit %q, want %q (class %q)", rec.Code, got, want, op.RateClass)
 		}
 		raw, ok := op.Responses[fmt.Sprint(rec.Code)]
 		if !ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/ratelimit"
 	"github.com/bgcheck/bgcheck/workflows"
 )
 
@@ -30,9 +31,13 @@ type Options struct {
 	// AllowPrivateWebhookURLs lets endpoints point at loopback, private and link-local
 	// addresses: for local development and tests only.
 	AllowPrivateWebhookURLs bool
-	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded headers are believed.
 	TrustedProxies []netip.Prefix
-	Logger         *slog.Logger
+	// RateLimits counts requests against the limits of API.md §7 and sets the X-RateLimit-*
+	// headers. nil means no limits at all, which suits tests that are not about limits;
+	// apiserver always sets it (from BGCHECK_RATE_LIMIT_*, in memory or in Redis).
+	RateLimits *ratelimit.Limiter
+	Logger     *slog.Logger
 	// Temporal, when set, is checked by /readyz beside the database.
 	Temporal client.Client
 	// Tokens signs and checks portal JWTs; nil makes a random key (tokens then die with the
@@ -103,12 +108,15 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/openapi.json", handleOpenAPI)
 
 		r.Route("/auth", func(r chi.Router) {
-			r.Post("/register", s.handleRegister)
-			r.Post("/login", s.handleLogin)
-			r.Post("/refresh", s.handleRefresh)
-			r.Post("/magic-link/request", s.handleMagicLinkRequest)
-			r.Post("/magic-link/verify", s.handleMagicLinkVerify)
-			r.With(s.requireBearer).Post("/logout", s.handleLogout)
+			r.Group(func(r chi.Router) {
+				r.Use(s.limitByAddress(ratelimit.Auth))
+				r.Post("/register", s.handleRegister)
+				r.Post("/login", s.handleLogin)
+				r.Post("/refresh", s.handleRefresh)
+				r.Post("/magic-link/request", s.handleMagicLinkRequest)
+				r.Post("/magic-link/verify", s.handleMagicLinkVerify)
+			})
+			r.With(s.requireBearer).Post("/logout", s.handleLogout) // rate class consumer, as a bearer route
 		})
 		r.With(s.requireBearer).Get("/me", s.handleMe)
 		r.Route("/admin", s.adminRoutes)

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/ratelimit/redistest"
 )
 
 // newInternalServer returns a Server on a fresh database with one full-access test key.
@@ -104,15 +107,38 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestClientAddressHonoursOnlyTrustedProxies(t *testing.T) {
-	s := New(nil, nil, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
-	cases := []struct{ peer, xff, want string }{
-		{"203.0.113.7:5000", "198.51.100.1", "203.0.113.7"},                  // untrusted peer: header ignored
-		{"10.0.0.2:5000", "198.51.100.1", "198.51.100.1"},                    // trusted proxy
-		{"10.0.0.2:5000", "1.1.1.1, 198.51.100.1, 10.0.0.3", "198.51.100.1"}, // rightmost untrusted hop
-		{"10.0.0.2:5000", "", "10.0.0.2"},                                    // no header
-		{"10.0.0.2:5000", "garbage, 198.51.100.1", "198.51.100.1"},           // garbage left of the client
-		{"10.0.0.2:5000", "198.51.100.1, garbage", "10.0.0.2"},               // garbage: stop
-		{"[::ffff:203.0.113.7]:5000", "", "203.0.113.7"},                     // mapped peer
+	s := New(nil, nil, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}})
+	cases := []struct{ peer, xff, fwd, want string }{
+		{"203.0.113.7:5000", "198.51.100.1", "", "203.0.113.7"},                  // untrusted peer: header ignored
+		{"10.0.0.2:5000", "198.51.100.1", "", "198.51.100.1"},                    // trusted proxy
+		{"10.0.0.2:5000", "1.1.1.1, 198.51.100.1, 10.0.0.3", "", "198.51.100.1"}, // rightmost untrusted hop
+		{"10.0.0.2:5000", "", "", "10.0.0.2"},                                    // no header
+		{"10.0.0.2:5000", "10.0.0.3", "", "10.0.0.3"},                            // only proxies: the leftmost
+		{"10.0.0.2:5000", "garbage, 198.51.100.1", "", "198.51.100.1"},           // garbage left of the client
+		{"10.0.0.2:5000", "198.51.100.1, garbage", "", "10.0.0.2"},               // garbage: stop
+		{"[::ffff:203.0.113.7]:5000", "", "", "203.0.113.7"},                     // mapped peer
+
+		// RFC 7239 Forwarded, by the same rules.
+		{"203.0.113.7:5000", "", "for=198.51.100.1", "203.0.113.7"},
+		{"10.0.0.2:5000", "", "for=198.51.100.1", "198.51.100.1"},
+		{"10.0.0.2:5000", "", `for=198.51.100.1;proto=https;by=10.0.0.2`, "198.51.100.1"},
+		{"10.0.0.2:5000", "", `For="198.51.100.1:4711"`, "198.51.100.1"},
+		{"10.0.0.2:5000", "", `for="[2001:db8:cafe::17]:4711"`, "2001:db8:cafe::17"},
+		{"10.0.0.2:5000", "", `for="[2001:db8:cafe::17]"`, "2001:db8:cafe::17"},
+		{"[fd00::1]:5000", "", `for=198.51.100.1, for="[fd00::2]"`, "198.51.100.1"},
+		{"10.0.0.2:5000", "", "for=1.1.1.1, for=198.51.100.1, for=10.0.0.3", "198.51.100.1"},
+		{"10.0.0.2:5000", "", "for=198.51.100.1, for=unknown", "10.0.0.2"},           // unknown hop: stop
+		{"10.0.0.2:5000", "", "for=198.51.100.1, for=_hidden", "10.0.0.2"},           // obfuscated hop: stop
+		{"10.0.0.2:5000", "", "for=198.51.100.1, proto=https", "10.0.0.2"},           // a hop without for=: stop
+		{"10.0.0.2:5000", "", `for="2001:db8::1"`, "10.0.0.2"},                       // IPv6 must be bracketed
+		{"10.0.0.2:5000", "", `for="[2001:db8::1"`, "10.0.0.2"},                      // unclosed bracket
+		{"10.0.0.2:5000", "", `for="198.51.100.9, for=198.51.100.1`, "198.51.100.1"}, // a stray quote hides nothing
+
+		// Both headers: believed when they agree, else the peer (one of them came from the client).
+		{"10.0.0.2:5000", "198.51.100.1", "for=198.51.100.1", "198.51.100.1"},
+		{"10.0.0.2:5000", "198.51.100.1", "for=198.51.100.2", "10.0.0.2"},
+		{"10.0.0.2:5000", "10.0.0.5", "for=198.51.100.2", "198.51.100.2"}, // XFF names only proxies
+		{"10.0.0.2:5000", "198.51.100.1", "for=unknown", "198.51.100.1"},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -120,8 +146,38 @@ func TestClientAddressHonoursOnlyTrustedProxies(t *testing.T) {
 		if c.xff != "" {
 			r.Header.Set("X-Forwarded-For", c.xff)
 		}
+		if c.fwd != "" {
+			r.Header.Set("Forwarded", c.fwd)
+		}
 		if got := s.clientIP(r); got.String() != c.want {
-			t.Errorf("peer %s XFF %q: got %s, want %s", c.peer, c.xff, got, c.want)
+			t.Errorf("peer %s XFF %q Forwarded %q: got %s, want %s", c.peer, c.xff, c.fwd, got, c.want)
+		}
+	}
+
+	// Headers repeated on several lines are one list, in order.
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "10.0.0.2:5000"
+	r.Header.Add("Forwarded", "for=198.51.100.1")
+	r.Header.Add("Forwarded", "for=198.51.100.2, for=10.0.0.9")
+	if got := s.clientIP(r); got.String() != "198.51.100.2" {
+		t.Errorf("two Forwarded lines: got %s", got)
+	}
+}
+
+func TestBucketKeys(t *testing.T) {
+	for _, c := range []struct {
+		b    bucket
+		want string
+	}{
+		{bucket{kind: byAPIKey, id: "key_1"}, "key:key_1"},
+		{bucket{kind: byUser, id: "usr_1"}, "user:usr_1"},
+		{bucket{addr: netip.MustParseAddr("198.51.100.7")}, "ip:198.51.100.7"},
+		{bucket{addr: netip.MustParseAddr("2001:db8:1:2:aaaa::1")}, "ip:2001:db8:1:2::/64"},
+		{bucket{addr: netip.MustParseAddr("2001:db8:1:2:bbbb::9")}, "ip:2001:db8:1:2::/64"},
+		{bucket{}, "ip:invalid IP"},
+	} {
+		if got := c.b.key(); got != c.want {
+			t.Errorf("%+v: key %q, want %q", c.b, got, c.want)
 		}
 	}
 }
@@ -168,9 +224,39 @@ func FuzzDecodeRequests(f *testing.F) {
 }
 
 // BenchmarkAPIKeyRouting measures one authenticated request through the whole middleware chain
-// and the router, with the key verified from the cache, up to a handler that answers 204.
+// and the router, with the key verified from the cache, up to a handler that answers 204: without
+// rate limits, and with the platform limit counted in memory and in Redis (a budget that never
+// runs out, so every request is counted and passes).
 func BenchmarkAPIKeyRouting(b *testing.B) {
+	unlimited := ratelimit.Limits{Platform: ratelimit.Rule{Limit: 1 << 50, Window: time.Hour}}
+	b.Run("limits=off", func(b *testing.B) { benchmarkAPIKeyRouting(b, nil, http.StatusNoContent) })
+	b.Run("limits=memory", func(b *testing.B) {
+		benchmarkAPIKeyRouting(b, benchLimiter(b, unlimited, ratelimit.Options{}), http.StatusNoContent)
+	})
+	b.Run("limits=redis", func(b *testing.B) {
+		u := redistest.URL(b)
+		benchmarkAPIKeyRouting(b, benchLimiter(b, unlimited, ratelimit.Options{RedisURL: u, Prefix: redistest.Prefix(b, u)}), http.StatusNoContent)
+	})
+	// A spent budget: the 429 answer, problem body included.
+	spent := ratelimit.Limits{Platform: ratelimit.Rule{Limit: 1, Window: time.Hour}}
+	b.Run("limits=memory/refused", func(b *testing.B) {
+		benchmarkAPIKeyRouting(b, benchLimiter(b, spent, ratelimit.Options{}), http.StatusTooManyRequests)
+	})
+}
+
+func benchLimiter(b *testing.B, limits ratelimit.Limits, o ratelimit.Options) *ratelimit.Limiter {
+	o.Logger = slog.New(slog.DiscardHandler)
+	l, err := ratelimit.New(limits, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close(context.Background()) })
+	return l
+}
+
+func benchmarkAPIKeyRouting(b *testing.B, limits *ratelimit.Limiter, want int) {
 	s, key := newInternalServer(b, slog.New(slog.DiscardHandler))
+	s.opts.RateLimits = limits
 	s.keys = auth.NewVerifier(s.db, 1<<62, slog.New(slog.DiscardHandler)) // the cache never expires here
 	s.extraKeyRoutes = func(r chi.Router) {
 		r.With(requireScope(bgcheck.ScopeWebhooksRead)).Get("/bench/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -182,15 +268,16 @@ func BenchmarkAPIKeyRouting(b *testing.B) {
 	req.Header.Set("X-API-Key", key)
 	req.RemoteAddr = "127.0.0.1:40000"
 	w := &discardWriter{h: http.Header{}}
-	h.ServeHTTP(w, req) // warm the cache
-	if w.status != http.StatusNoContent {
-		b.Fatalf("status %d", w.status)
-	}
+	h.ServeHTTP(w, req) // warm the cache (and spend a budget of 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		clear(w.h)
+		w.status = 0
 		h.ServeHTTP(w, req)
+	}
+	if w.status != want {
+		b.Fatalf("status %d, want %d", w.status, want)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/bgcheck/bgcheck/dispatcher"
 	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
 // Run listens on cfg.HTTPAddr and serves there as Serve does.
@@ -68,6 +69,23 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		ln.Close()
 		return err
 	}
+	// Rate-limit counters: in memory, or in Redis when BGCHECK_REDIS_URL is set. An unreachable
+	// Redis does not stop the start: the limiter counts in memory until it answers.
+	limits, err := ratelimit.New(cfg.RateLimits, ratelimit.Options{
+		RedisURL: cfg.RedisURL, Prefix: cfg.RedisPrefix, Logger: log.With("component", "ratelimit"),
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("BGCHECK_REDIS_URL: %w", err)
+	}
+	defer limits.Close(context.Background())
+	store := "memory"
+	if cfg.RedisURL != "" {
+		store = "redis"
+	}
+	log.Info("rate limits", "auth", cfg.RateLimits.Auth.String(), "consumer", cfg.RateLimits.Consumer.String(),
+		"platform", cfg.RateLimits.Platform.String(), "counters", store)
+
 	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
 	// dispatcher starts their workflows once it is back.
 	tc, err := client.NewLazyClient(client.Options{
@@ -94,6 +112,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	handler := api.New(db, keys, api.Options{
 		AllowPrivateWebhookURLs: cfg.AllowPrivateWebhookURLs,
 		TrustedProxies:          cfg.TrustedProxies,
+		RateLimits:              limits,
 		Logger:                  log,
 		Temporal:                tc,
 		Tokens:                  tokens,

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
 // Defaults of API.md §9.
@@ -33,11 +35,20 @@ type Config struct {
 	// JWTPreviousKeys still verify tokens during a key rotation (BGCHECK_JWT_PREVIOUS_KEYS,
 	// comma-separated).
 	JWTPreviousKeys []string
-	RedisURL        string
-	SMTPURL         string
-	PortalURL       string
-	TrustedProxies  []netip.Prefix
-	LogLevel        string
+	// RedisURL holds the rate-limit counters of every API instance (BGCHECK_REDIS_URL,
+	// redis://host:port/db); empty keeps them in each process's memory.
+	RedisURL string
+	// RedisPrefix starts the keys of the counters in Redis (BGCHECK_REDIS_PREFIX, default
+	// ratelimit.DefaultPrefix), so deployments sharing one Redis keep apart.
+	RedisPrefix string
+	// RateLimits are the limits of API.md §7 (BGCHECK_RATE_LIMIT_AUTH, _CONSUMER and _PLATFORM:
+	// "N/duration" or "off"). FromEnv starts from ratelimit.DefaultLimits; the zero value, as in
+	// a Config built by hand, turns every class off.
+	RateLimits     ratelimit.Limits
+	SMTPURL        string
+	PortalURL      string
+	TrustedProxies []netip.Prefix
+	LogLevel       string
 	// WorkerConcurrency is how many delivery attempts one worker runs at once.
 	WorkerConcurrency int
 }
@@ -53,6 +64,7 @@ func FromEnv() (Config, error) {
 		JWTSigningKey:     os.Getenv("BGCHECK_JWT_SIGNING_KEY"),
 		JWTPreviousKeys:   splitList(os.Getenv("BGCHECK_JWT_PREVIOUS_KEYS")),
 		RedisURL:          os.Getenv("BGCHECK_REDIS_URL"),
+		RedisPrefix:       get("BGCHECK_REDIS_PREFIX", ratelimit.DefaultPrefix),
 		SMTPURL:           os.Getenv("BGCHECK_SMTP_URL"),
 		PortalURL:         get("BGCHECK_PORTAL_URL", DefaultPortalURL),
 		LogLevel:          get("BGCHECK_LOG_LEVEL", "info"),
@@ -69,6 +81,21 @@ func FromEnv() (Config, error) {
 	}
 	if c.TrustedProxies, err = ParsePrefixes(os.Getenv("BGCHECK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("BGCHECK_TRUSTED_PROXIES: %w", err)
+	}
+	c.RateLimits = ratelimit.DefaultLimits()
+	for _, l := range []struct {
+		name string
+		rule *ratelimit.Rule
+	}{
+		{"BGCHECK_RATE_LIMIT_AUTH", &c.RateLimits.Auth},
+		{"BGCHECK_RATE_LIMIT_CONSUMER", &c.RateLimits.Consumer},
+		{"BGCHECK_RATE_LIMIT_PLATFORM", &c.RateLimits.Platform},
+	} {
+		if v := os.Getenv(l.name); v != "" {
+			if *l.rule, err = ratelimit.ParseRule(v); err != nil {
+				return c, fmt.Errorf("%s: %w", l.name, err)
+			}
+		}
 	}
 	return c, nil
 }

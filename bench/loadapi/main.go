@@ -24,7 +24,18 @@
 // competing for CPU, not the server's ceiling. The cpu columns say who used the cores in the
 // window: the server, the PostgreSQL backends of the API's pool, this client, and other work on
 // the machine; a run whose "other" is more than a few hundredths was disturbed, so run it again.
-// The service has no rate limiter today; should one appear, turn it off with -api-env NAME=VALUE.
+// The API's rate limits are turned off for this run (BGCHECK_RATE_LIMIT_*=off), since 32 clients
+// with one key would spend the platform budget of 120 per minute in a moment; -api-env
+// BGCHECK_RATE_LIMIT_PLATFORM=1000000000/1m measures with the limiter counting but never refusing.
+//
+// -limit-check checks the limiter instead: -c clients (say 200) send GETs with one key for one
+// window of -limit (default 120/1m, the platform class's default) to -instances API processes
+// (several share their counters in Redis: -redis redis://127.0.0.1:6379/0), and the run passes
+// when exactly the limit got 200, the rest 429 with the X-RateLimit-* headers and Retry-After,
+// and a request after the window passes again:
+//
+//	go run ./bench/loadapi -limit-check -c 200
+//	go run ./bench/loadapi -limit-check -c 200 -instances 2 -redis redis://127.0.0.1:6379/0
 package main
 
 import (
@@ -57,6 +68,11 @@ type options struct {
 	apiLogLevel  string
 	poolMaxConns int
 	apiEnv       envFlag
+
+	limitCheck bool
+	limit      string
+	instances  int
+	redisURL   string
 }
 
 func main() {
@@ -70,6 +86,10 @@ func main() {
 	flag.StringVar(&o.apiLogLevel, "api-log-level", "info", "BGCHECK_LOG_LEVEL of the API process (info writes one access-log line per request)")
 	flag.IntVar(&o.poolMaxConns, "pool-max-conns", 0, "pool_max_conns added to the API's DATABASE_URL (0: the pgxpool default)")
 	flag.Var(&o.apiEnv, "api-env", "extra NAME=VALUE for the API process's environment (repeatable)")
+	flag.BoolVar(&o.limitCheck, "limit-check", false, "check the platform rate limit instead of measuring throughput (see -limit, -instances, -redis)")
+	flag.StringVar(&o.limit, "limit", "120/1m", "with -limit-check: the platform limit to check, N/duration")
+	flag.IntVar(&o.instances, "instances", 1, "with -limit-check: API processes sharing the load (more than one needs -redis)")
+	flag.StringVar(&o.redisURL, "redis", "", "with -limit-check: BGCHECK_REDIS_URL of the API processes")
 	serveBareAddr := flag.String("serve-bare", "", "") // internal: run as the bare baseline server
 	bareBody := flag.String("bare-body", "", "")       // internal: the file the bare server answers with
 	flag.Usage = usage
@@ -132,6 +152,8 @@ func (o options) validate() error {
 		return errors.New("-timeout must be positive")
 	case o.endpoints < 1:
 		return errors.New("-endpoints must be at least 1")
+	case o.instances < 1:
+		return errors.New("-instances must be at least 1")
 	}
 	return nil
 }
@@ -183,6 +205,9 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.limitCheck {
+		return limitCheck(ctx, o, stdout, work, dbURL, key)
+	}
 
 	apiAddr, err := freeAddr()
 	if err != nil {
@@ -198,13 +223,17 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer apiLog.Close()
-	env := append([]string{"DATABASE_URL=" + apiDBURL, "BGCHECK_HTTP_ADDR=" + apiAddr, "BGCHECK_LOG_LEVEL=" + o.apiLogLevel}, o.apiEnv...)
+	// The limits are off unless -api-env sets them (the last of repeated names wins).
+	env := append([]string{"DATABASE_URL=" + apiDBURL, "BGCHECK_HTTP_ADDR=" + apiAddr, "BGCHECK_LOG_LEVEL=" + o.apiLogLevel,
+		"BGCHECK_RATE_LIMIT_AUTH=off", "BGCHECK_RATE_LIMIT_CONSUMER=off", "BGCHECK_RATE_LIMIT_PLATFORM=off"}, o.apiEnv...)
 	api, err := startChild("bgcheck-api", filepath.Join(work, "bgcheck-api"), nil, env, apiLog)
 	if err != nil {
 		return err
 	}
 	defer api.stop()
-	if err := api.waitReady(ctx, "http://"+apiAddr+"/readyz", nil); err != nil {
+	// /healthz, not /readyz: the API serves only once its database is migrated, and readiness
+	// would also ask for Temporal, which this benchmark does not need.
+	if err := api.waitReady(ctx, "http://"+apiAddr+"/healthz", nil); err != nil {
 		return fmt.Errorf("%w\n%s", err, tail(apiLogPath, 2000))
 	}
 	apiURL := "http://" + apiAddr + "/api/v1/webhooks/endpoints"

@@ -1,0 +1,43 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/ratelimit"
+)
+
+func TestRateLimitsFromEnv(t *testing.T) {
+	for _, name := range []string{"BGCHECK_RATE_LIMIT_AUTH", "BGCHECK_RATE_LIMIT_CONSUMER", "BGCHECK_RATE_LIMIT_PLATFORM", "BGCHECK_REDIS_URL", "BGCHECK_REDIS_PREFIX"} {
+		t.Setenv(name, "")
+	}
+	c, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ratelimit.Limits{
+		Auth:     ratelimit.Rule{Limit: 10, Window: time.Minute},
+		Consumer: ratelimit.Rule{Limit: 60, Window: time.Minute},
+		Platform: ratelimit.Rule{Limit: 120, Window: time.Minute},
+	}); c.RateLimits != want || c.RedisURL != "" || c.RedisPrefix != ratelimit.DefaultPrefix {
+		t.Fatalf("defaults: %+v, Redis %q; want API.md §7's %+v in memory", c.RateLimits, c.RedisURL, want)
+	}
+
+	t.Setenv("BGCHECK_RATE_LIMIT_AUTH", "off")
+	t.Setenv("BGCHECK_RATE_LIMIT_PLATFORM", "1000/10s")
+	t.Setenv("BGCHECK_REDIS_URL", "redis://10.0.0.5:6379/2")
+	if c, err = config.FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.RateLimits.Auth.Off() || c.RateLimits.Consumer.Limit != 60 ||
+		c.RateLimits.Platform != (ratelimit.Rule{Limit: 1000, Window: 10 * time.Second}) || c.RedisURL != "redis://10.0.0.5:6379/2" {
+		t.Fatalf("overridden: %+v, Redis %q", c.RateLimits, c.RedisURL)
+	}
+
+	t.Setenv("BGCHECK_RATE_LIMIT_CONSUMER", "60 per minute")
+	if _, err = config.FromEnv(); err == nil || !strings.Contains(err.Error(), "BGCHECK_RATE_LIMIT_CONSUMER") {
+		t.Fatalf("a malformed limit: %v, want an error naming the variable", err)
+	}
+}
