@@ -155,6 +155,9 @@ type Event struct {
 	Type      string          `db:"type"`
 	Body      json.RawMessage `db:"body"`
 	CreatedAt time.Time       `db:"created_at"`
+	// Deliveries is how many deliveries the event fanned out to when it was created: set by the
+	// call that stores it (for metrics), zero on an event read back.
+	Deliveries int `db:"-"`
 }
 
 // Page is one page of a newest-first list. NextCursor is the id to pass as ?cursor= for the next

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/netguard"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/webhook"
@@ -41,6 +42,8 @@ type Activities struct {
 	Log  *slog.Logger
 	// Timeout bounds one POST; zero means AttemptTimeout. Tests shorten it.
 	Timeout time.Duration
+	// Metrics counts attempts by outcome, once each is recorded; nil counts nothing.
+	Metrics *metrics.Worker
 }
 
 // AttemptInput names one attempt of a delivery.
@@ -69,6 +72,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 	target, err := a.DB.FindAttemptTarget(ctx, in.DeliveryID)
 	if errors.Is(err, bgcheck.ErrNotFound) {
 		// The delivery is gone (its account was deleted): nothing is left to deliver or record.
+		a.Metrics.Canceled()
 		return AttemptResult{Status: bgcheck.DeliveryCanceled, Error: "the delivery no longer exists"}, nil
 	}
 	if err != nil {
@@ -78,6 +82,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 		if err := a.DB.CancelDelivery(ctx, in.DeliveryID); err != nil {
 			return AttemptResult{}, err
 		}
+		a.Metrics.Canceled()
 		return AttemptResult{Status: bgcheck.DeliveryCanceled}, nil
 	}
 
@@ -110,9 +115,21 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 	if err := a.DB.RecordAttempt(ctx, rec); err != nil {
 		return AttemptResult{}, fmt.Errorf("record attempt %d of %s: %w", in.Number, in.DeliveryID, err)
 	}
+	a.Metrics.Attempt(attemptOutcome(rec.Status), rec.Duration)
 	a.Log.Info("delivery attempt", "delivery_id", in.DeliveryID, "event_id", target.EventID, "attempt", in.Number,
 		"status_code", code, "outcome", rec.Status, "duration", rec.Duration, "error", rec.Error)
 	return AttemptResult{Status: rec.Status, StatusCode: code, Error: rec.Error}, nil
+}
+
+// attemptOutcome names a recorded attempt's outcome in the metrics by the delivery's new status.
+func attemptOutcome(s bgcheck.DeliveryStatus) string {
+	switch s {
+	case bgcheck.DeliverySucceeded:
+		return metrics.OutcomeSucceeded
+	case bgcheck.DeliveryFailed:
+		return metrics.OutcomeFailedFinal
+	}
+	return metrics.OutcomeFailedAttempt
 }
 
 // post sends the event's bytes to the endpoint and returns the status code (0 without an answer)

@@ -144,12 +144,15 @@ func (s *Server) handleCandidateUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	c, _, err := s.db.UpdateCandidate(r.Context(), tenantOf(r), id, postgres.CandidatePatch{
+	c, ev, err := s.db.UpdateCandidate(r.Context(), tenantOf(r), id, postgres.CandidatePatch{
 		FirstName: req.FirstName, LastName: req.LastName, Email: req.Email, Phone: req.Phone, DOB: req.DOB,
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
+	}
+	if ev != nil { // nil when the patch changed nothing
+		s.metrics.EventAccepted(ev.Type, ev.Deliveries)
 	}
 	writeJSON(w, http.StatusOK, c)
 }

@@ -95,6 +95,7 @@ func (s *Server) handleEventTest(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	s.metrics.EventAccepted(ev.Type, ev.Deliveries)
 	w.Header().Set("Location", "/api/v1/events/"+ev.ID)
 	writeJSON(w, http.StatusCreated, ev.Body)
 }

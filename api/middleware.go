@@ -86,7 +86,8 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // observe is the outermost middleware: it assigns the request id (echoed in X-Request-Id and in
 // every problem body), works out the client address, turns panics into 500 internal without
-// leaking anything, and writes one access-log line per request.
+// leaking anything, writes one access-log line per request, and counts the request in the
+// metrics by route pattern (never the raw path, which would make a series per id).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -104,17 +105,25 @@ func (s *Server) observe(next http.Handler) http.Handler {
 					writeError(rec, r, bgcheck.Errorf(bgcheck.CodeInternal, "an unexpected error occurred; quote the request id when reporting it"))
 				}
 			}
-			if s.log.Enabled(r.Context(), slog.LevelInfo) {
-				route := chi.RouteContext(r.Context())
-				pattern := ""
-				if route != nil {
-					pattern = route.RoutePattern()
-				}
+			logged := s.log.Enabled(r.Context(), slog.LevelInfo)
+			if !logged && s.metrics == nil {
+				return
+			}
+			elapsed, pattern := time.Since(start), ""
+			if route := chi.RouteContext(r.Context()); route != nil {
+				pattern = route.RoutePattern()
+			}
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK // nothing written: net/http answers 200
+			}
+			s.metrics.Request(pattern, r.Method, status, elapsed)
+			if logged {
 				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("request_id", ri.id), slog.String("account_id", ri.accountID),
 					slog.String("method", r.Method), slog.String("route", pattern),
 					slog.String("path", r.URL.Path), slog.Int("status", rec.status),
-					slog.Duration("duration", time.Since(start)), slog.String("client", ri.client.String()))
+					slog.Duration("duration", elapsed), slog.String("client", ri.client.String()))
 			}
 		}()
 		next.ServeHTTP(rec, r)

@@ -90,6 +90,7 @@ func (s *Server) takeRate(w http.ResponseWriter, r *http.Request, c ratelimit.Cl
 	// now + Retry-After and X-RateLimit-Reset are both within a second after the window's end.
 	retry := max(1, ceilSeconds(int64(time.Until(d.Reset))))
 	h[headerRetryAfter] = []string{strconv.FormatInt(retry, 10)}
+	s.metrics.RateLimited(c.String())
 	writeError(w, r, bgcheck.Errorf(bgcheck.CodeRateLimited, "too many requests: the limit is %d per %s for %s; retry in %d s",
 		d.Limit, ratelimit.FormatWindow(rule.Window), b.whose(), retry))
 	return false

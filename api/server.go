@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/mail"
+	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/ratelimit"
 	"github.com/bgcheck/bgcheck/workflows"
@@ -47,6 +49,10 @@ type Options struct {
 	Mailer MagicLinkSender
 	// PortalURL is the base of magic links (BGCHECK_PORTAL_URL).
 	PortalURL string
+	// Metrics counts requests, rate-limit refusals and events; nil counts nothing.
+	Metrics *metrics.API
+	// Gatherer is what GET /metrics serves: the process's registry. nil serves an empty page.
+	Gatherer prometheus.Gatherer
 }
 
 // Server holds the HTTP layer's dependencies.
@@ -56,9 +62,11 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	tokens     *auth.Tokens
-	sessions   *auth.SessionChecker
-	background sync.WaitGroup // magic-link mails in flight
+	tokens       *auth.Tokens
+	sessions     *auth.SessionChecker
+	metrics      *metrics.API
+	serveMetrics http.Handler
+	background   sync.WaitGroup // magic-link mails in flight
 
 	// extraKeyRoutes, when set (by benchmarks), adds routes behind the API-key middleware.
 	extraKeyRoutes func(chi.Router)
@@ -79,7 +87,11 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 	if opts.PortalURL == "" {
 		opts.PortalURL = config.DefaultPortalURL
 	}
-	s := &Server{db: db, keys: keys, opts: opts, log: log, tokens: opts.Tokens}
+	if opts.Gatherer == nil {
+		opts.Gatherer = prometheus.NewRegistry()
+	}
+	s := &Server{db: db, keys: keys, opts: opts, log: log, tokens: opts.Tokens,
+		metrics: opts.Metrics, serveMetrics: metrics.Handler(opts.Gatherer, log)}
 	if db != nil {
 		s.sessions = auth.NewSessionChecker(db, 0)
 	}
@@ -103,6 +115,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
+	r.Get("/metrics", s.handleMetrics)
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/openapi.json", handleOpenAPI)
@@ -206,6 +219,13 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, status, out)
+}
+
+// handleMetrics serves the process's metrics in the Prometheus text format (API.md §8): no
+// authentication and no rate limit, like /healthz, so keep the port away from the public or
+// filter /metrics at the proxy.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	s.serveMetrics.ServeHTTP(w, r)
 }
 
 //go:embed openapi.json

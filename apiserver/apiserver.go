@@ -20,6 +20,7 @@ import (
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/dispatcher"
 	"github.com/bgcheck/bgcheck/mail"
+	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/ratelimit"
 )
@@ -86,6 +87,11 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	log.Info("rate limits", "auth", cfg.RateLimits.Auth.String(), "consumer", cfg.RateLimits.Consumer.String(),
 		"platform", cfg.RateLimits.Platform.String(), "counters", store)
 
+	// The process's metrics, served at /metrics; the outbox is counted at each scrape.
+	registry := metrics.NewRegistry()
+	counters := metrics.NewAPI(registry)
+	registry.MustRegister(metrics.NewUndispatched(db.CountUndispatched, 2*time.Second))
+
 	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
 	// dispatcher starts their workflows once it is back.
 	tc, err := client.NewLazyClient(client.Options{
@@ -101,7 +107,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	dispatchDone := make(chan struct{})
 	go func() {
 		defer close(dispatchDone)
-		dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule}, log.With("component", "dispatcher")).Run(dispatchCtx)
+		dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule, Metrics: counters}, log.With("component", "dispatcher")).Run(dispatchCtx)
 	}()
 
 	keys := auth.NewVerifier(db, auth.DefaultKeyCacheTTL, log)
@@ -118,6 +124,8 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		Tokens:                  tokens,
 		PortalURL:               cfg.PortalURL,
 		Mailer:                  mailer,
+		Metrics:                 counters,
+		Gatherer:                registry,
 	})
 	srv := &http.Server{
 		Handler:           handler.Handler(),

@@ -45,6 +45,25 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 		t.Fatalf("/readyz: %d %s", resp.StatusCode, body)
 	}
 
+	// The wiring of the metrics: the request above counted, the outbox counted in this database,
+	// the dispatcher's and the runtime's metrics on the same page.
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`bgcheck_http_requests_total{method="GET",route="/readyz",status="503"} 1` + "\n",
+		"bgcheck_deliveries_undispatched 0\n",
+		`bgcheck_dispatcher_workflow_starts_total{result="ok"} 0` + "\n",
+		"\ngo_goroutines ",
+	} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("/metrics (status %d) lacks %q", resp.StatusCode, want)
+		}
+	}
+
 	cancel()
 	select {
 	case err := <-done:

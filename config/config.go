@@ -21,6 +21,7 @@ const (
 	DefaultHTTPAddr          = ":8080"
 	DefaultRetrySchedule     = "1m,5m,30m,2h,24h"
 	DefaultPortalURL         = "http://localhost:8080"
+	DefaultWorkerMetricsAddr = ":9090"
 )
 
 // Config is everything the binaries read from the environment.
@@ -51,6 +52,9 @@ type Config struct {
 	LogLevel       string
 	// WorkerConcurrency is how many delivery attempts one worker runs at once.
 	WorkerConcurrency int
+	// WorkerMetricsAddr is where a worker serves /metrics (BGCHECK_WORKER_METRICS_ADDR, default
+	// DefaultWorkerMetricsAddr); "" (the variable set empty, or "off") serves none.
+	WorkerMetricsAddr string
 }
 
 // FromEnv reads the configuration; a malformed value is an error that names the variable.
@@ -68,6 +72,13 @@ func FromEnv() (Config, error) {
 		SMTPURL:           os.Getenv("BGCHECK_SMTP_URL"),
 		PortalURL:         get("BGCHECK_PORTAL_URL", DefaultPortalURL),
 		LogLevel:          get("BGCHECK_LOG_LEVEL", "info"),
+	}
+	c.WorkerMetricsAddr = DefaultWorkerMetricsAddr
+	if v, ok := os.LookupEnv("BGCHECK_WORKER_METRICS_ADDR"); ok {
+		c.WorkerMetricsAddr = strings.TrimSpace(v)
+	}
+	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
+		c.WorkerMetricsAddr = ""
 	}
 	var err error
 	if c.AllowPrivateWebhookURLs, err = getBool("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS", false); err != nil {

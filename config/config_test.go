@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +40,31 @@ func TestRateLimitsFromEnv(t *testing.T) {
 	t.Setenv("BGCHECK_RATE_LIMIT_CONSUMER", "60 per minute")
 	if _, err = config.FromEnv(); err == nil || !strings.Contains(err.Error(), "BGCHECK_RATE_LIMIT_CONSUMER") {
 		t.Fatalf("a malformed limit: %v, want an error naming the variable", err)
+	}
+}
+
+func TestWorkerMetricsAddrFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		unset bool
+		want  string
+	}{
+		{unset: true, want: ":9090"},
+		{value: "127.0.0.1:9191", want: "127.0.0.1:9191"},
+		{value: "off", want: ""},
+		{value: "OFF", want: ""},
+		{value: "", want: ""}, // set but empty: off, not the default
+	} {
+		t.Setenv("BGCHECK_WORKER_METRICS_ADDR", c.value)
+		if c.unset {
+			os.Unsetenv("BGCHECK_WORKER_METRICS_ADDR") // t.Setenv restores it when the test ends
+		}
+		cfg, err := config.FromEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.WorkerMetricsAddr != c.want {
+			t.Errorf("BGCHECK_WORKER_METRICS_ADDR=%q (unset %v): %q, want %q", c.value, c.unset, cfg.WorkerMetricsAddr, c.want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/workflows"
 )
@@ -33,6 +34,8 @@ type Options struct {
 	PollInterval time.Duration
 	// StartTimeout bounds one start request (default 5 s).
 	StartTimeout time.Duration
+	// Metrics counts workflow starts; nil counts nothing.
+	Metrics *metrics.API
 }
 
 // Dispatcher starts the workflows of undispatched deliveries.
@@ -143,6 +146,7 @@ func (d *Dispatcher) start(ctx context.Context, batch []postgres.Dispatch) []str
 		}()
 	}
 	wg.Wait()
+	d.opts.Metrics.WorkflowStarts(len(started), nfailed)
 	if nfailed > 0 {
 		d.log.Warn("could not start delivery workflows; they stay queued and are retried",
 			"failed", nfailed, "started", len(started), "err", failed)

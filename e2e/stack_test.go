@@ -131,7 +131,8 @@ func (s *stack) workerProcess() *exec.Cmd {
 	cmd := exec.Command(workerBinary(s.t))
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+s.cfg.DatabaseURL, "TEMPORAL_ADDRESS="+s.cfg.TemporalAddress,
-		"BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS=true", "BGCHECK_LOG_LEVEL=info")
+		"BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS=true", "BGCHECK_LOG_LEVEL=info",
+		"BGCHECK_WORKER_METRICS_ADDR=127.0.0.1:0") // not :9090: tests run workers side by side
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -28,7 +28,8 @@ func (db *DB) CreateEvent(ctx context.Context, t bgcheck.Tenant, eventType strin
 
 // insertEvent renders an event's envelope once, stores it with its bytes, and writes one pending
 // delivery per enabled endpoint of the tenant that subscribes to the type (or to "*"), all in
-// the caller's transaction: the event and its deliveries exist together or not at all.
+// the caller's transaction: the event and its deliveries exist together or not at all. The
+// event's Deliveries is how many were written.
 func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType string, data any) (*bgcheck.Event, error) {
 	ev := &bgcheck.Event{
 		ID:        bgcheck.NewID(bgcheck.PrefixEvent),
@@ -55,9 +56,19 @@ func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType str
 			  AND (e.events @> ARRAY[$4::text] OR e.events @> ARRAY['*'])
 			RETURNING 1
 		)
-		SELECT pg_notify('`+DeliveriesChannel+`', '') FROM (SELECT count(*) AS n FROM fanout) f WHERE f.n > 0`,
+		SELECT f.n, CASE WHEN f.n > 0 THEN pg_notify('`+DeliveriesChannel+`', '')::text END
+		FROM (SELECT count(*) AS n FROM fanout) f`,
 		ev.ID, ev.AccountID, ev.Mode, ev.Type, ev.CreatedAt)
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	br := tx.SendBatch(ctx, batch)
+	var notified *string // pg_notify's void, as text: only there to be called when n > 0
+	_, err = br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&ev.Deliveries, &notified)
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
 		return nil, err
 	}
 	return ev, nil

@@ -18,10 +18,16 @@ import (
 // Dial connects to Temporal, retrying until it answers or ctx ends, so a worker or API started
 // before Temporal waits for it instead of failing.
 func Dial(ctx context.Context, cfg config.Config, log *slog.Logger) (client.Client, error) {
+	return dial(ctx, cfg, nil, log)
+}
+
+// dial is Dial with the SDK's metrics going to handler (nil: none).
+func dial(ctx context.Context, cfg config.Config, handler client.MetricsHandler, log *slog.Logger) (client.Client, error) {
 	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
+		MetricsHandler: handler,
 	}
 	wait := 500 * time.Millisecond
 	for {
@@ -39,24 +45,36 @@ func Dial(ctx context.Context, cfg config.Config, log *slog.Logger) (client.Clie
 	}
 }
 
-// Run is the worker process: it connects to PostgreSQL and Temporal, polls until ctx ends
-// (SIGTERM), then stops polling and lets attempts in flight finish.
+// Run is the worker process: it serves its metrics on cfg.WorkerMetricsAddr (unless ""), connects
+// to PostgreSQL and Temporal, polls until ctx ends (SIGTERM), then stops polling and lets attempts
+// in flight finish. The metrics are served from the start, so a worker waiting for Temporal shows
+// its failing requests.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	m := NewMetrics(log)
+	defer m.Close()
+	if cfg.WorkerMetricsAddr != "" {
+		stop, err := serveMetrics(cfg.WorkerMetricsAddr, m, log)
+		if err != nil {
+			return fmt.Errorf("BGCHECK_WORKER_METRICS_ADDR: %w", err)
+		}
+		defer stop()
+	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	c, err := Dial(ctx, cfg, log)
+	c, err := dial(ctx, cfg, m.Temporal, log)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
 	w := New(c, &activities.Activities{
-		DB:   db,
-		HTTP: activities.NewHTTPClient(cfg.AllowPrivateWebhookURLs),
-		Log:  log,
+		DB:      db,
+		HTTP:    activities.NewHTTPClient(cfg.AllowPrivateWebhookURLs),
+		Log:     log,
+		Metrics: m.Deliveries,
 	}, Options{Concurrency: cfg.WorkerConcurrency})
 	if err := w.Start(); err != nil {
 		return err

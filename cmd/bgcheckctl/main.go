@@ -1,5 +1,6 @@
 // Command bgcheckctl is the operator's tool (API.md §9): apply migrations, bootstrap an account,
-// issue and revoke API keys, and create portal users.
+// issue and revoke API keys, and create portal users; and, for developers, a local webhook
+// receiver that checks signatures (listen).
 package main
 
 import (
@@ -24,8 +25,11 @@ commands:
   keys create --account ID --mode test|live [--name N] [--scopes a,b] [--expires-at T] [--allow-ip CIDR]...
   keys revoke ID
   users create --account ID --email E --role admin|consumer [--name N]   (password on stdin)
+  listen --secret whsec_… [--addr 127.0.0.1:9000] [--path /webhooks] [--forward-to URL]
+                                            receive deliveries locally: check each signature, print
+                                            a line per delivery, optionally forward it; Ctrl-C stops
 
-DATABASE_URL selects the database (default ` + config.DefaultDatabaseURL + `).
+DATABASE_URL selects the database (default ` + config.DefaultDatabaseURL + `); listen needs none.
 `
 
 func main() {
@@ -49,6 +53,9 @@ func (e usageError) Error() string { return string(e) }
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError("no command given")
+	}
+	if args[0] == "listen" { // needs neither the database nor the rest of the configuration
+		return cmdListen(ctx, args[1:], stdout)
 	}
 	cfg, err := config.FromEnv()
 	if err != nil {
