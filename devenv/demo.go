@@ -14,6 +14,7 @@ import (
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/webhook"
 )
 
 // Demo is the account a local development run works in: what `bgcheckctl bootstrap` prints,
@@ -25,6 +26,35 @@ type Demo struct {
 	AdminPassword string `json:"admin_password"`
 	TestKey       string `json:"test_key"`
 	LiveKey       string `json:"live_key"`
+	// The local receiver's endpoint, registered for the test key by EnsureReceiverEndpoint.
+	ReceiverEndpointID string `json:"receiver_endpoint_id,omitempty"`
+	ReceiverURL        string `json:"receiver_url,omitempty"`
+	ReceiverSecret     string `json:"receiver_secret,omitempty"`
+}
+
+// EnsureReceiverEndpoint makes sure the demo account's test mode has a webhook endpoint for every
+// event type at url, the local receiver of make dev, and records its id and secret in the demo
+// file. An endpoint recorded before is reused while it exists with that URL.
+func EnsureReceiverEndpoint(ctx context.Context, db *postgres.DB, path string, demo *Demo, url string) error {
+	tenant := bgcheck.Tenant{AccountID: demo.AccountID, Mode: bgcheck.ModeTest}
+	if demo.ReceiverEndpointID != "" && demo.ReceiverURL == url {
+		ep, err := db.FindEndpoint(ctx, tenant, demo.ReceiverEndpointID)
+		if err == nil && ep.URL == url && ep.Enabled {
+			return nil
+		}
+		if err != nil && bgcheck.ErrorCode(err) != bgcheck.CodeNotFound {
+			return err
+		}
+	}
+	secret := webhook.NewSecret()
+	ep, err := db.CreateEndpoint(ctx, tenant, bgcheck.WebhookEndpoint{
+		URL: url, Events: []string{webhook.AllEvents}, Description: "make dev's local receiver", Enabled: true, Secret: secret,
+	})
+	if err != nil {
+		return fmt.Errorf("devenv: register the local receiver: %w", err)
+	}
+	demo.ReceiverEndpointID, demo.ReceiverURL, demo.ReceiverSecret = ep.ID, url, secret
+	return writeDemo(path, *demo)
 }
 
 // EnsureDemo returns the demo account recorded in path when both its keys still work in db;

@@ -19,6 +19,7 @@ type banner struct {
 	TemporalAddress string
 	TemporalUI      string
 	RetrySchedule   string
+	ReceiverURL     string
 }
 
 // The curl lines stay copy-pasteable in bash and zsh: the key goes in a variable, and the
@@ -32,7 +33,15 @@ bgcheck is running at {{.BaseURL}}
   admin     {{.Demo.AdminEmail}} / {{.Demo.AdminPassword}}
   temporal  {{.TemporalAddress}}{{if .TemporalUI}} (Web UI {{.TemporalUI}}){{end}}; one worker runs here
   retries   after {{.RetrySchedule}} (BGCHECK_RETRY_SCHEDULE, e.g. 5s,10s to watch retries quickly)
+  receiver  {{.ReceiverURL}} is the test key's endpoint {{.Demo.ReceiverEndpointID}}; each delivery it
+            gets is printed below, with whether its signature holds
 
+Watch a signed webhook arrive:
+
+  curl -sS -X POST {{.BaseURL}}/api/v1/events/test -H "X-API-Key: {{.Demo.TestKey}}" -H 'Content-Type: application/json' -d '{"type":"check.completed"}'
+{{if .TemporalUI}}
+  and find its delivery in the Temporal UI: {{.TemporalUI}}/namespaces/default/workflows?query=EventType%3D%22check.completed%22
+{{end}}
 Try it, in test mode:
 
   export BGCHECK_KEY={{.Demo.TestKey}}

@@ -5,11 +5,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -27,6 +30,7 @@ import (
 	"github.com/bgcheck/bgcheck/devtemporal"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/webhook/listener"
 	"github.com/bgcheck/bgcheck/worker"
 	"github.com/bgcheck/bgcheck/workflows"
 )
@@ -103,10 +107,23 @@ func runDev(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	demo, created, err := prepareDatabase(ctx, cfg.DatabaseURL)
+	// The local receiver: every delivery to the demo's test endpoint is printed here, verified.
+	recvLn, err := net.Listen("tcp", cmp.Or(os.Getenv("BGCHECK_DEV_RECEIVER_ADDR"), "127.0.0.1:9000"))
 	if err != nil {
+		return fmt.Errorf("the local webhook receiver (BGCHECK_DEV_RECEIVER_ADDR): %w", err)
+	}
+	receiverURL := "http://" + recvLn.Addr().String() + "/webhooks"
+	demo, created, err := prepareDatabase(ctx, cfg.DatabaseURL, receiverURL)
+	if err != nil {
+		recvLn.Close()
 		return err
 	}
+	recv := &http.Server{
+		Handler:           listener.New(demo.ReceiverSecret, "/webhooks", nil, prefixWriter{"receiver: ", os.Stdout}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = recv.Serve(recvLn) }()
+	defer recv.Close()
 	temporal, uiURL, err := startTemporal(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -123,6 +140,7 @@ func runDev(ctx context.Context) error {
 		BaseURL: baseURL(cfg.HTTPAddr, ln.Addr()), DatabaseURL: cfg.DatabaseURL, StartedPostgres: pg.Started,
 		Demo: demo, DemoCreated: created, DemoFile: filepath.Join(dataDir, "demo.json"),
 		TemporalAddress: cfg.TemporalAddress, TemporalUI: uiURL, RetrySchedule: cfg.RetrySchedule,
+		ReceiverURL: receiverURL,
 	})
 	workerDone := make(chan error, 1)
 	go func() { workerDone <- worker.Run(ctx, cfg, log.With("component", "worker")) }()
@@ -161,8 +179,9 @@ func startTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (*d
 	return srv, srv.UIAddress, nil
 }
 
-// prepareDatabase migrates the database and returns the demo account, creating it on first use.
-func prepareDatabase(ctx context.Context, dbURL string) (devenv.Demo, bool, error) {
+// prepareDatabase migrates the database and returns the demo account, creating it on first use,
+// with its test-mode endpoint for the local receiver at receiverURL.
+func prepareDatabase(ctx context.Context, dbURL, receiverURL string) (devenv.Demo, bool, error) {
 	db, err := postgres.Open(ctx, dbURL)
 	if err != nil {
 		return devenv.Demo{}, false, err
@@ -171,7 +190,25 @@ func prepareDatabase(ctx context.Context, dbURL string) (devenv.Demo, bool, erro
 	if _, err := db.Migrate(ctx); err != nil {
 		return devenv.Demo{}, false, err
 	}
-	return devenv.EnsureDemo(ctx, db, filepath.Join(dataDir, "demo.json"))
+	path := filepath.Join(dataDir, "demo.json")
+	demo, created, err := devenv.EnsureDemo(ctx, db, path)
+	if err != nil {
+		return devenv.Demo{}, false, err
+	}
+	return demo, created, devenv.EnsureReceiverEndpoint(ctx, db, path, &demo, receiverURL)
+}
+
+// prefixWriter starts every write (one line from the receiver) with a prefix.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
 }
 
 // runTestPostgres gives the tests a server: the one at BGCHECK_TEST_DATABASE_URL if it answers,
