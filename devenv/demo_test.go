@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +66,43 @@ func mustKeyID(t *testing.T, db interface {
 		t.Fatal(err)
 	}
 	return k.ID
+}
+
+// The local receiver's endpoint is registered once, reused on the next run, and registered again
+// when it has been deleted or the receiver moved.
+func TestEnsureReceiverEndpoint(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	path := filepath.Join(t.TempDir(), "demo.json")
+	demo, _, err := EnsureDemo(ctx, db, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "http://127.0.0.1:9000/webhooks"
+	if err := EnsureReceiverEndpoint(ctx, db, path, &demo, url); err != nil {
+		t.Fatal(err)
+	}
+	first := demo
+	tenant := bgcheck.Tenant{AccountID: demo.AccountID, Mode: bgcheck.ModeTest}
+	ep, err := db.FindEndpoint(ctx, tenant, first.ReceiverEndpointID)
+	if err != nil || ep.URL != url || len(ep.Events) != 1 || ep.Events[0] != "*" || !strings.HasPrefix(first.ReceiverSecret, "whsec_") {
+		t.Fatalf("endpoint %+v, %v", ep, err)
+	}
+	reread, _, err := EnsureDemo(ctx, db, path) // what the next run reads
+	if err != nil || reread.ReceiverEndpointID != first.ReceiverEndpointID || reread.ReceiverSecret != first.ReceiverSecret {
+		t.Fatalf("the receiver is not kept in the demo file: %+v %v", reread, err)
+	}
+	if err := EnsureReceiverEndpoint(ctx, db, path, &reread, url); err != nil || reread.ReceiverEndpointID != first.ReceiverEndpointID {
+		t.Fatalf("second run registered another endpoint: %v", err)
+	}
+	if _, err := db.DeleteEndpoint(ctx, tenant, first.ReceiverEndpointID); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureReceiverEndpoint(ctx, db, path, &reread, url); err != nil || reread.ReceiverEndpointID == first.ReceiverEndpointID {
+		t.Fatalf("a deleted endpoint was not replaced: %v", err)
+	}
+	moved := reread
+	if err := EnsureReceiverEndpoint(ctx, db, path, &moved, "http://127.0.0.1:9001/webhooks"); err != nil || moved.ReceiverEndpointID == reread.ReceiverEndpointID {
+		t.Fatalf("a moved receiver was not registered: %v", err)
+	}
 }
