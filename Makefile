@@ -30,7 +30,7 @@ clean:
 # chi server as separate processes and loads both; BENCH_FLAGS passes flags such as -c 64 -d 20s.
 # bench-limit checks that the platform rate limit holds under 200 clients for one window (a
 # minute); BENCH_FLAGS='-instances 2 -redis redis://127.0.0.1:6379/0' checks it across instances.
-.PHONY: bench bench-api bench-limit
+.PHONY: bench bench-api bench-delivery bench-limit
 bench:
 	$(GO) test ./api -run '^$$' -bench APIKeyRouting -benchmem -count 5
 
@@ -39,3 +39,8 @@ bench-api:
 
 bench-limit:
 	$(GO) run ./bench/loadapi -limit-check -c 200 $(BENCH_FLAGS)
+
+# Delivery benchmark: Temporal dev server, PostgreSQL, the API, a worker and a receiver on this
+# machine; ingest, latency at 50 events/s and rising rates, sustained deliveries (README).
+bench-delivery:
+	$(GO) run ./bench/delivery $(BENCH_FLAGS)
