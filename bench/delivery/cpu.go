@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bgcheck/bgcheck/bench/internal/benchkit"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -163,7 +165,7 @@ func (m *meter) snapshot() cpuSnapshot {
 		s.total[g] = d
 	}
 	var ok bool
-	s.hostBusy, s.hostAll, ok = hostCPU()
+	s.hostBusy, s.hostAll, ok = benchkit.HostCPU()
 	s.ok = ok && !m.readErr
 	s.rssMB = rssMB(m.rssPID)
 	return s
@@ -265,32 +267,4 @@ func uptimeTicks() (uint64, bool) {
 		return 0, false
 	}
 	return uint64(sec * float64(time.Second/clockTick)), true
-}
-
-// hostCPU reads the machine's busy and total ticks from the first line of /proc/stat.
-func hostCPU() (busy, total uint64, ok bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0, 0, false
-	}
-	var idle uint64
-	for i, v := range f[1:] {
-		if i >= 8 { // guest time is already counted in user
-			break
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		total += n
-		if i == 3 || i == 4 { // idle, iowait
-			idle += n
-		}
-	}
-	return total - idle, total, true
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,7 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/bgcheck/bgcheck/bench/internal/benchkit"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -74,7 +73,7 @@ func setUp(ctx context.Context, o options) (*stack, error) {
 		_ = os.RemoveAll(st.work)
 	})
 
-	if st.dbURL, st.dbName, st.dropDB, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
+	if st.dbURL, st.dbName, st.dropDB, err = benchkit.CreateDatabase(ctx, pgtest.ServerURL(), "bgcheck_bench_"); err != nil {
 		return st, err
 	}
 	st.cleanups = append(st.cleanups, func() {
@@ -250,40 +249,6 @@ func procParent(pid int) (comm string, ppid int, ok bool) {
 	return s[open+1 : end], ppid, err == nil
 }
 
-// createDatabase creates an empty database on the server and returns its URL, its name and a
-// function that drops it; bgcheckctl applies the migrations.
-func createDatabase(ctx context.Context, serverURL string) (dbURL, dbName string, drop func() error, err error) {
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("BGCHECK_TEST_DATABASE_URL: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("cannot reach PostgreSQL at %s (set BGCHECK_TEST_DATABASE_URL): %w", u.Redacted(), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	dbName = "bgcheck_bench_" + hex.EncodeToString(b[:])
-	name := pgx.Identifier{dbName}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", "", nil, fmt.Errorf("create database: %w", err)
-	}
-	drop = func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, serverURL)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		return err
-	}
-	u.Path = "/" + dbName
-	return u.String(), dbName, drop, nil
-}
-
 // withParams adds application_name and the given NAME=VALUE settings to a database URL; pgx sends
 // query parameters it does not know as run-time settings when it connects.
 func withParams(dbURL, app string, params []string) string {
@@ -394,7 +359,7 @@ func (st *stack) startChild(name, binary string, env []string) (*child, error) {
 	cmd := exec.Command(filepath.Join(st.work, binary))
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	setDeathSignal(cmd)
+	benchkit.SetDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/bgcheck/bgcheck/bench/internal/benchkit"
 )
 
 // target is one server under load.
@@ -198,7 +200,7 @@ func sampleCPU(serverPID int, dbPIDs []int) cpuSample {
 	var ok1, ok2, ok3 bool
 	s.server, ok1 = procCPU(strconv.Itoa(serverPID))
 	s.self, ok2 = procCPU("self")
-	s.hostBusy, s.hostAll, ok3 = hostCPU()
+	s.hostBusy, s.hostAll, ok3 = benchkit.HostCPU()
 	for _, pid := range dbPIDs {
 		if d, ok := procCPU(strconv.Itoa(pid)); ok {
 			s.db[pid] = d
@@ -251,34 +253,6 @@ func procCPU(pid string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(u+k) * clockTick, true
-}
-
-// hostCPU reads the machine's busy and total ticks from the first line of /proc/stat.
-func hostCPU() (busy, total uint64, ok bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0, 0, false
-	}
-	var idle uint64
-	for i, v := range f[1:] {
-		if i >= 8 { // guest time is already counted in user
-			break
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		total += n
-		if i == 3 || i == 4 { // idle, iowait
-			idle += n
-		}
-	}
-	return total - idle, total, true
 }
 
 // report is the output of a run.

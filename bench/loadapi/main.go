@@ -54,6 +54,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bgcheck/bgcheck/bench/internal/benchkit"
+
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
 
@@ -180,7 +182,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		_ = os.RemoveAll(work)
 	}()
 
-	dbURL, dbName, dropDB, err := createDatabase(ctx, pgtest.ServerURL())
+	dbURL, dbName, dropDB, err := benchkit.CreateDatabase(ctx, pgtest.ServerURL(), "bgcheck_load_")
 	if err != nil {
 		return err
 	}

@@ -3,55 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
 
+	"github.com/bgcheck/bgcheck/bench/internal/benchkit"
+
 	"github.com/jackc/pgx/v5"
 )
-
-// createDatabase creates an empty database on the server and returns its URL, its name and a
-// function that drops it; the binaries apply the migrations themselves.
-func createDatabase(ctx context.Context, serverURL string) (dbURL, dbName string, drop func() error, err error) {
-	u, err := url.Parse(serverURL)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("BGCHECK_TEST_DATABASE_URL: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return "", "", nil, fmt.Errorf("cannot reach PostgreSQL at %s (set BGCHECK_TEST_DATABASE_URL): %w", u.Redacted(), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	dbName = "bgcheck_load_" + hex.EncodeToString(b[:])
-	name := pgx.Identifier{dbName}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", "", nil, fmt.Errorf("create database: %w", err)
-	}
-	drop = func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, serverURL)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		return err
-	}
-	u.Path = "/" + dbName
-	return u.String(), dbName, drop, nil
-}
 
 // backendPIDs returns the server processes of the connections to dbName (the API's pool), whose
 // CPU is part of what a request costs; nil when they cannot be listed.
@@ -173,7 +138,7 @@ func startChild(name, path string, args, env []string, out io.Writer) (*child, e
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	setDeathSignal(cmd)
+	benchkit.SetDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
