@@ -38,6 +38,8 @@ type overviewJSON struct {
 		Canceled  int `json:"canceled"`
 	} `json:"deliveries"`
 	FailedDeliveries []*bgcheck.Delivery `json:"failed_deliveries"`
+	// Hourly is the last 24 hours' deliveries per hour by outcome, for the dashboard's chart.
+	Hourly []postgres.HourlyDeliveries `json:"hourly"`
 }
 
 func (s *Server) handleAdminOverview(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +61,7 @@ func (s *Server) handleAdminOverview(w http.ResponseWriter, r *http.Request) {
 	out.Counts.Checks = 0
 	d := o.Deliveries
 	out.Deliveries.Pending, out.Deliveries.Succeeded, out.Deliveries.Failed, out.Deliveries.Canceled = d.Pending, d.Succeeded, d.Failed, d.Canceled
-	out.FailedDeliveries = o.FailedDeliveries
+	out.FailedDeliveries, out.Hourly = o.FailedDeliveries, o.Hourly
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -123,4 +125,68 @@ func (s *Server) handleAdminRedeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, d)
+}
+
+// handleAdminDeliveryGet is the webhook route's single-delivery view for a delivery of either mode.
+func (s *Server) handleAdminDeliveryGet(w http.ResponseWriter, r *http.Request) {
+	acct, err := adminAccount(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, err := pathID(r, "deliveryID", bgcheck.PrefixDelivery)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	d, err := s.db.FindAccountDelivery(r.Context(), acct, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	attempts := d.Attempts
+	if attempts == nil {
+		attempts = []bgcheck.DeliveryAttempt{}
+	}
+	writeJSON(w, http.StatusOK, deliveryWithAttempts{Delivery: d, Attempts: attempts})
+}
+
+// endpointHealthJSON is an endpoint as GET /admin/webhook-endpoints shows it.
+type endpointHealthJSON struct {
+	*bgcheck.WebhookEndpoint
+	Recent struct {
+		Succeeded int `json:"succeeded"`
+		Failed    int `json:"failed"`
+		Pending   int `json:"pending"`
+		// SuccessRate is succeeded/(succeeded+failed), null when nothing has finished.
+		SuccessRate *float64 `json:"success_rate"`
+	} `json:"recent"`
+}
+
+// handleAdminEndpoints lists the account's endpoints of both modes with how their deliveries of
+// the last 24 hours ended.
+func (s *Server) handleAdminEndpoints(w http.ResponseWriter, r *http.Request) {
+	acct, err := adminAccount(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	eps, err := s.db.ListAccountEndpointHealth(r.Context(), acct)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Data []endpointHealthJSON `json:"data"`
+	}{Data: make([]endpointHealthJSON, len(eps))}
+	for i, e := range eps {
+		v := &out.Data[i]
+		v.WebhookEndpoint = e.WebhookEndpoint
+		v.Recent.Succeeded, v.Recent.Failed, v.Recent.Pending = e.Succeeded, e.Failed, e.Pending
+		if done := e.Succeeded + e.Failed; done > 0 {
+			rate := float64(e.Succeeded) / float64(done)
+			v.Recent.SuccessRate = &rate
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -133,6 +133,8 @@ func TestAdminRoutesAreForAdminsOnly(t *testing.T) {
 		{"GET", adminPath + "/overview", nil},
 		{"GET", adminPath + "/deliveries", nil},
 		{"POST", adminPath + "/deliveries/" + dlv + "/redeliver", nil},
+		{"GET", adminPath + "/deliveries/" + dlv, nil},
+		{"GET", adminPath + "/webhook-endpoints", nil},
 		{"POST", adminPath + "/api-keys", map[string]any{"mode": "test"}},
 		{"GET", adminPath + "/api-keys", nil},
 		{"DELETE", adminPath + "/api-keys/" + key, nil},
@@ -210,10 +212,13 @@ func TestAdminOverview(t *testing.T) {
 		f.AttemptCount != 1 || *f.LastStatusCode != 503 || f.LastError == nil {
 		t.Fatalf("failed delivery record %+v", f)
 	}
-	// Every field of the contract is there, checks included, and nothing else at the top.
-	var raw map[string]map[string]any
+	// Every field of the contract is there, checks included, and nothing else at the top (the
+	// fifth is the hourly series, an array; TestAdminOverviewHourly checks it).
+	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(r.Body, &raw)
-	if _, ok := raw["counts"]["checks"]; !ok || len(raw) != 4 {
+	var counts map[string]any
+	_ = json.Unmarshal(raw["counts"], &counts)
+	if _, ok := counts["checks"]; !ok || len(raw) != 5 || raw["hourly"] == nil {
 		t.Fatalf("overview body %s", r.Body)
 	}
 

@@ -53,6 +53,9 @@ type Options struct {
 	Metrics *metrics.API
 	// Gatherer is what GET /metrics serves: the process's registry. nil serves an empty page.
 	Gatherer prometheus.Gatherer
+	// TemporalUIURL is the Temporal Web UI the dashboard links delivery workflows to
+	// (BGCHECK_TEMPORAL_UI_URL); "" means config.DefaultTemporalUIURL.
+	TemporalUIURL string
 }
 
 // Server holds the HTTP layer's dependencies.
@@ -87,6 +90,9 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 	if opts.PortalURL == "" {
 		opts.PortalURL = config.DefaultPortalURL
 	}
+	if opts.TemporalUIURL == "" {
+		opts.TemporalUIURL = config.DefaultTemporalUIURL
+	}
 	if opts.Gatherer == nil {
 		opts.Gatherer = prometheus.NewRegistry()
 	}
@@ -116,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
 	r.Get("/metrics", s.handleMetrics)
+	s.dashboardRoutes(r)
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/openapi.json", handleOpenAPI)
@@ -190,6 +197,8 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Use(s.requireBearer, requireRole(bgcheck.RoleAdmin))
 	r.Get("/overview", s.handleAdminOverview)
 	r.Get("/deliveries", s.handleAdminDeliveries)
+	r.Get("/deliveries/{deliveryID}", s.handleAdminDeliveryGet)
+	r.Get("/webhook-endpoints", s.handleAdminEndpoints)
 	r.Post("/deliveries/{deliveryID}/redeliver", s.handleAdminRedeliver)
 	r.Route("/api-keys", func(r chi.Router) {
 		r.Get("/", s.handleAPIKeyList)

@@ -123,6 +123,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		Temporal:                tc,
 		Tokens:                  tokens,
 		PortalURL:               cfg.PortalURL,
+		TemporalUIURL:           cfg.TemporalUIURL,
 		Mailer:                  mailer,
 		Metrics:                 counters,
 		Gatherer:                registry,

@@ -22,6 +22,7 @@ const (
 	DefaultRetrySchedule     = "1m,5m,30m,2h,24h"
 	DefaultPortalURL         = "http://localhost:8080"
 	DefaultWorkerMetricsAddr = ":9090"
+	DefaultTemporalUIURL     = "http://127.0.0.1:8233"
 )
 
 // Config is everything the binaries read from the environment.
@@ -45,9 +46,12 @@ type Config struct {
 	// RateLimits are the limits of API.md §7 (BGCHECK_RATE_LIMIT_AUTH, _CONSUMER and _PLATFORM:
 	// "N/duration" or "off"). FromEnv starts from ratelimit.DefaultLimits; the zero value, as in
 	// a Config built by hand, turns every class off.
-	RateLimits     ratelimit.Limits
-	SMTPURL        string
-	PortalURL      string
+	RateLimits ratelimit.Limits
+	SMTPURL    string
+	PortalURL  string
+	// TemporalUIURL is where the admin dashboard links delivery workflows
+	// (BGCHECK_TEMPORAL_UI_URL, default DefaultTemporalUIURL).
+	TemporalUIURL  string
 	TrustedProxies []netip.Prefix
 	LogLevel       string
 	// WorkerConcurrency is how many delivery attempts one worker runs at once.
@@ -71,6 +75,7 @@ func FromEnv() (Config, error) {
 		RedisPrefix:       get("BGCHECK_REDIS_PREFIX", ratelimit.DefaultPrefix),
 		SMTPURL:           os.Getenv("BGCHECK_SMTP_URL"),
 		PortalURL:         get("BGCHECK_PORTAL_URL", DefaultPortalURL),
+		TemporalUIURL:     strings.TrimRight(get("BGCHECK_TEMPORAL_UI_URL", DefaultTemporalUIURL), "/"),
 		LogLevel:          get("BGCHECK_LOG_LEVEL", "info"),
 	}
 	c.WorkerMetricsAddr = DefaultWorkerMetricsAddr

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,6 +25,19 @@ type AccountOverview struct {
 	Deliveries       DeliveryCounts
 	// FailedDeliveries are the newest failed deliveries, newest first.
 	FailedDeliveries []*bgcheck.Delivery
+	// Hourly counts the deliveries created in each of the last 24 hours (the current one
+	// included), by their status now, oldest hour first: always 24 entries.
+	Hourly []HourlyDeliveries
+}
+
+// HourlyDeliveries counts the deliveries created in one hour by their status now; the admin API
+// writes it as it is.
+type HourlyDeliveries struct {
+	Hour      time.Time `json:"hour"`
+	Pending   int       `json:"pending"`
+	Succeeded int       `json:"succeeded"`
+	Failed    int       `json:"failed"`
+	Canceled  int       `json:"canceled"`
 }
 
 // DeliveryCounts counts an account's deliveries by status.
@@ -64,6 +78,24 @@ func (db *DB) FindAccountOverview(ctx context.Context, accountID string) (*Accou
 			o.FailedDeliveries, err = pgx.CollectRows(rows, pgx.RowToAddrOfStructByNameLax[bgcheck.Delivery])
 			return err
 		})
+	// Every hour of the window is a row, so a quiet hour is a zero rather than a gap.
+	batch.Queue(`
+		SELECT h.hour,
+			count(d.id) FILTER (WHERE d.status = 'pending'),
+			count(d.id) FILTER (WHERE d.status = 'succeeded'),
+			count(d.id) FILTER (WHERE d.status = 'failed'),
+			count(d.id) FILTER (WHERE d.status = 'canceled')
+		FROM generate_series(date_trunc('hour', now()) - interval '23 hours', date_trunc('hour', now()), interval '1 hour') AS h(hour)
+		LEFT JOIN deliveries d ON d.account_id = $1 AND date_trunc('hour', d.created_at) = h.hour
+		GROUP BY h.hour ORDER BY h.hour`, accountID).Query(func(rows pgx.Rows) error {
+		var err error
+		o.Hourly, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (HourlyDeliveries, error) {
+			var h HourlyDeliveries
+			err := row.Scan(&h.Hour, &h.Pending, &h.Succeeded, &h.Failed, &h.Canceled)
+			return h, err
+		})
+		return err
+	})
 	if err := db.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, notFound(err)
 	}
@@ -88,6 +120,63 @@ func (db *DB) ListAccountDeliveries(ctx context.Context, accountID string, f Del
 		WHERE account_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR mode = $3)
 			AND ($4 = '' OR event_type = $4) AND ($5 = '' OR endpoint_id = $5) AND ($6 = '' OR id < $6)
 		ORDER BY id DESC LIMIT $7`, accountID, f.Status, f.Mode, f.EventType, f.EndpointID)
+}
+
+// FindAccountDelivery is FindDelivery for an admin: one of the account's deliveries, of either
+// mode, with its attempts, oldest first. Another account's is bgcheck.ErrNotFound.
+func (db *DB) FindAccountDelivery(ctx context.Context, accountID, id string) (*bgcheck.Delivery, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM deliveries
+		WHERE id = $1 AND account_id = $2`, id, accountID)
+	d, err := collectOne[bgcheck.Delivery](rows, err)
+	if err != nil {
+		return nil, err
+	}
+	rows, err = db.pool.Query(ctx, `SELECT number, started_at, duration_ms, status_code, error, response_snippet
+		FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Attempts, err = pgx.CollectRows(rows, pgx.RowToStructByName[bgcheck.DeliveryAttempt]); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// EndpointHealthWindow is the span over which ListAccountEndpointHealth counts outcomes.
+const EndpointHealthWindow = 24 * time.Hour
+
+// EndpointHealth is an endpoint with the outcomes of its deliveries created in the last
+// EndpointHealthWindow.
+type EndpointHealth struct {
+	*bgcheck.WebhookEndpoint
+	Succeeded int
+	Failed    int
+	Pending   int
+}
+
+// ListAccountEndpointHealth returns every endpoint of the account (both modes, not deleted),
+// newest first, each with how its recent deliveries ended. An account has few endpoints, so
+// there is no paging.
+func (db *DB) ListAccountEndpointHealth(ctx context.Context, accountID string) ([]EndpointHealth, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT w.id, w.account_id, w.mode, w.url, w.events, w.description, w.enabled, w.created_at, w.updated_at,
+			count(d.id) FILTER (WHERE d.status = 'succeeded'),
+			count(d.id) FILTER (WHERE d.status = 'failed'),
+			count(d.id) FILTER (WHERE d.status = 'pending')
+		FROM webhook_endpoints w
+		LEFT JOIN deliveries d ON d.endpoint_id = w.id AND d.created_at > now() - $2::interval
+		WHERE w.account_id = $1 AND w.deleted_at IS NULL
+		GROUP BY w.id ORDER BY w.id DESC`, accountID, EndpointHealthWindow)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (EndpointHealth, error) {
+		e := EndpointHealth{WebhookEndpoint: &bgcheck.WebhookEndpoint{}}
+		w := e.WebhookEndpoint
+		err := row.Scan(&w.ID, &w.AccountID, &w.Mode, &w.URL, &w.Events, &w.Description, &w.Enabled, &w.CreatedAt, &w.UpdatedAt,
+			&e.Succeeded, &e.Failed, &e.Pending)
+		return e, err
+	})
 }
 
 // RedeliverInAccount is Redeliver for an admin: the delivery may be of either mode, but must be

@@ -1,0 +1,337 @@
+// The bgcheck admin dashboard: plain JavaScript, no build step. Every figure comes from the
+// admin API with the signed-in admin's bearer token; data is only ever written with textContent.
+'use strict';
+
+const store = window.sessionStorage;
+const REFRESH_MARGIN_MS = 60 * 1000; // refresh the access token a minute before it expires
+let config = { temporal_ui_url: 'http://127.0.0.1:8233' };
+let refreshTimer = null;
+
+function $(id) { return document.getElementById(id); }
+
+// el builds an element; string children become text nodes, never markup.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function table(headers, rows) {
+  return el('table', {}, el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', {}, h)))),
+    el('tbody', {}, ...rows));
+}
+
+function showMessage(text, kind) {
+  const m = $('message');
+  m.textContent = text;
+  m.className = kind || '';
+  m.hidden = !text;
+}
+
+class AdminOnly extends Error {}
+
+function saveTokens(pair) {
+  store.setItem('access_token', pair.access_token);
+  store.setItem('refresh_token', pair.refresh_token);
+  store.setItem('expires_at', String(Date.now() + pair.expires_in * 1000));
+  scheduleRefresh();
+}
+
+function clearSession() {
+  store.removeItem('access_token');
+  store.removeItem('refresh_token');
+  store.removeItem('expires_at');
+  if (refreshTimer) clearTimeout(refreshTimer);
+  refreshTimer = null;
+}
+
+function scheduleRefresh() {
+  if (refreshTimer) clearTimeout(refreshTimer);
+  const at = Number(store.getItem('expires_at') || 0) - REFRESH_MARGIN_MS;
+  refreshTimer = setTimeout(() => refresh().catch(() => {}), Math.max(at - Date.now(), 0));
+}
+
+// refresh trades the refresh token for a new pair; without one, or when it is refused, the
+// session is over and the sign-in form comes back.
+async function refresh() {
+  const token = store.getItem('refresh_token');
+  if (!token) { signedOut('Your session has ended; sign in again.'); throw new Error('signed out'); }
+  const res = await fetch('/api/v1/auth/refresh', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ refresh_token: token }),
+  });
+  if (!res.ok) { signedOut('Your session has ended; sign in again.'); throw new Error('signed out'); }
+  saveTokens(await res.json());
+}
+
+async function api(method, path, body, retried) {
+  const headers = { Authorization: 'Bearer ' + (store.getItem('access_token') || '') };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch('/api/v1' + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status === 401 && !retried && store.getItem('refresh_token')) {
+    await refresh();
+    return api(method, path, body, true);
+  }
+  if (res.status === 401) { signedOut('Sign in to continue.'); throw new Error('signed out'); }
+  const data = res.status === 204 ? null : await res.json().catch(() => null);
+  if (res.status === 403) throw new AdminOnly('This dashboard is for admins.');
+  if (!res.ok) throw new Error((data && (data.detail || data.title)) || ('HTTP ' + res.status));
+  return data;
+}
+
+function signedOut(message) {
+  clearSession();
+  $('nav').hidden = true;
+  $('view').replaceChildren();
+  $('signin').hidden = false;
+  showMessage(message || '', message ? 'info' : '');
+}
+
+async function signIn(ev) {
+  ev.preventDefault();
+  showMessage('');
+  const res = await fetch('/api/v1/auth/login', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: $('email').value, password: $('password').value }),
+  });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) { showMessage((data && data.detail) || 'Sign-in failed.'); return; }
+  saveTokens(data);
+  $('password').value = '';
+  await start();
+}
+
+async function signOut() {
+  const token = store.getItem('refresh_token');
+  try {
+    await fetch('/api/v1/auth/logout', {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + (store.getItem('access_token') || ''), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ refresh_token: token }),
+    });
+  } finally {
+    signedOut('You have signed out.');
+  }
+}
+
+// start shows the dashboard to an admin, and to anyone else the admin-only message and nothing else.
+async function start() {
+  let me;
+  try {
+    me = await api('GET', '/me');
+  } catch (e) { return; }
+  if (me.role !== 'admin') {
+    clearSession();
+    $('signin').hidden = false;
+    showMessage('This dashboard is for admins. You are signed in as a ' + me.role + '.');
+    $('view').replaceChildren();
+    return;
+  }
+  $('signin').hidden = true;
+  $('nav').hidden = false;
+  $('who').textContent = me.email;
+  showMessage('');
+  scheduleRefresh();
+  route();
+}
+
+function when(t) { return t ? new Date(t).toLocaleString() : '—'; }
+function deliveryLink(d) { return el('a', { href: '#/deliveries/' + encodeURIComponent(d.id), class: 'delivery-link' }, d.id); }
+function statusCell(s) { return el('td', { class: 'status-' + s }, s); }
+
+function deliveryRows(list) {
+  return list.map((d) => el('tr', {}, el('td', {}, deliveryLink(d)), statusCell(d.status), el('td', {}, d.mode),
+    el('td', {}, d.event_type), el('td', {}, d.endpoint_id), el('td', {}, d.attempt_count),
+    el('td', {}, d.last_status_code ?? ''), el('td', {}, d.last_error ?? ''), el('td', {}, when(d.updated_at))));
+}
+const deliveryHeaders = ['Delivery', 'Status', 'Mode', 'Event type', 'Endpoint', 'Attempts', 'Last status', 'Last error', 'Updated'];
+
+const COLORS = { succeeded: '#12b76a', failed: '#f04438', pending: '#f79009', canceled: '#98a2b3' };
+
+// chart draws the hourly series as stacked SVG bars.
+function chart(hourly) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const w = 720, h = 160, bw = w / Math.max(hourly.length, 1);
+  const max = Math.max(1, ...hourly.map((x) => x.succeeded + x.failed + x.pending + x.canceled));
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${w} ${h + 20}`);
+  svg.setAttribute('width', String(w));
+  svg.setAttribute('id', 'hourly-chart');
+  hourly.forEach((x, i) => {
+    let y = h;
+    for (const k of ['succeeded', 'failed', 'pending', 'canceled']) {
+      const bh = (x[k] / max) * h;
+      if (bh <= 0) continue;
+      y -= bh;
+      const r = document.createElementNS(ns, 'rect');
+      r.setAttribute('x', String(i * bw + 1)); r.setAttribute('y', String(y));
+      r.setAttribute('width', String(bw - 2)); r.setAttribute('height', String(bh));
+      r.setAttribute('fill', COLORS[k]);
+      const title = document.createElementNS(ns, 'title');
+      title.textContent = `${new Date(x.hour).toLocaleString()}: ${x[k]} ${k}`;
+      r.append(title);
+      svg.append(r);
+    }
+    if (i % 6 === 0) {
+      const t = document.createElementNS(ns, 'text');
+      t.setAttribute('x', String(i * bw)); t.setAttribute('y', String(h + 15)); t.setAttribute('font-size', '11');
+      t.textContent = new Date(x.hour).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+      svg.append(t);
+    }
+  });
+  const legend = el('p', { class: 'legend' }, ...Object.keys(COLORS).map((k) => {
+    const s = el('span', { class: 'swatch' });
+    s.style.background = COLORS[k];
+    return el('span', {}, s, k);
+  }));
+  return el('div', {}, svg, legend);
+}
+
+async function viewOverview(view) {
+  const o = await api('GET', '/admin/overview');
+  const card = (label, n, id) => el('div', { class: 'card', id }, el('b', {}, n), label);
+  view.replaceChildren(
+    el('h1', {}, o.account.name),
+    el('div', { class: 'cards' }, card('candidates', o.counts.candidates), card('webhook endpoints', o.counts.webhook_endpoints),
+      card('events (24 h)', o.counts.events_24h)),
+    el('h2', {}, 'Deliveries by status'),
+    el('div', { class: 'cards' }, card('pending', o.deliveries.pending, 'count-pending'), card('succeeded', o.deliveries.succeeded, 'count-succeeded'),
+      card('failed', o.deliveries.failed, 'count-failed'), card('canceled', o.deliveries.canceled, 'count-canceled')),
+    el('h2', {}, 'Deliveries per hour, last 24 hours'),
+    chart(o.hourly || []),
+    el('h2', {}, 'Newest failed deliveries'),
+    o.failed_deliveries.length ? el('div', { id: 'failed-deliveries' }, table(deliveryHeaders, deliveryRows(o.failed_deliveries)))
+      : el('p', { id: 'failed-deliveries' }, 'No failed deliveries.'));
+}
+
+async function viewDeliveries(view, params) {
+  const q = new URLSearchParams();
+  for (const k of ['status', 'mode', 'event_type', 'endpoint_id']) if (params.get(k)) q.set(k, params.get(k));
+  const page = await api('GET', '/admin/deliveries?' + q.toString());
+  const select = (name, options) => el('label', {}, name, el('select', { name },
+    ...['', ...options].map((o) => { const opt = el('option', { value: o }, o || 'any'); if (params.get(name) === o) opt.selected = true; return opt; })));
+  const text = (name) => { const i = el('input', { name, value: params.get(name) || '' }); return el('label', {}, name, i); };
+  const form = el('form', { class: 'filters', id: 'delivery-filters' },
+    select('status', ['pending', 'succeeded', 'failed', 'canceled']), select('mode', ['test', 'live']),
+    text('event_type'), text('endpoint_id'), el('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const f = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) f.set(k, v);
+    location.hash = '#/deliveries?' + f.toString();
+  });
+  view.replaceChildren(el('h1', {}, 'Deliveries'), form,
+    el('div', { id: 'delivery-list' }, table(deliveryHeaders, deliveryRows(page.data))),
+    page.has_more ? el('p', {}, 'Showing the newest ' + page.data.length + '; narrow the filters to see older ones.') : null);
+}
+
+async function viewDelivery(view, id) {
+  const d = await api('GET', '/admin/deliveries/' + encodeURIComponent(id));
+  const ui = (config.temporal_ui_url || '').replace(/\/+$/, '');
+  const wf = el('a', { id: 'workflow-link', href: `${ui}/namespaces/default/workflows/${encodeURIComponent(d.id)}`, target: '_blank', rel: 'noopener' },
+    'Workflow in the Temporal UI');
+  const button = el('button', { id: 'redeliver', type: 'button' }, 'Redeliver');
+  button.disabled = d.status === 'pending';
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      await api('POST', '/admin/deliveries/' + encodeURIComponent(d.id) + '/redeliver');
+      showMessage('Redelivery queued.', 'info');
+      await viewDelivery(view, id);
+    } catch (e) { failed(e); button.disabled = false; }
+  });
+  const attempts = d.attempts.map((a) => el('tr', {}, el('td', {}, a.number), el('td', {}, when(a.started_at)),
+    el('td', {}, a.duration_ms + ' ms'), el('td', {}, a.status_code ?? '—'), el('td', {}, a.error ?? ''),
+    el('td', { class: 'snippet' }, a.response_snippet ?? '')));
+  view.replaceChildren(el('h1', {}, 'Delivery ', d.id),
+    el('p', {}, 'Status: ', el('b', { id: 'delivery-status', class: 'status-' + d.status }, d.status),
+      ` · ${d.mode} · ${d.event_type} · endpoint ${d.endpoint_id} · event ${d.event_id}`),
+    el('p', {}, wf, ' ', button),
+    el('h2', {}, 'Attempts'),
+    d.attempts.length ? table(['#', 'Started', 'Duration', 'Status code', 'Error', 'Start of the answer'], attempts) : el('p', {}, 'No attempts yet.'));
+}
+
+async function viewKeys(view) {
+  const page = await api('GET', '/admin/api-keys');
+  const name = el('input', { name: 'name', id: 'key-name', placeholder: 'name' });
+  const mode = el('select', { name: 'mode', id: 'key-mode' }, el('option', { value: 'test' }, 'test'), el('option', { value: 'live' }, 'live'));
+  const shown = el('div', { id: 'new-key' });
+  const form = el('form', { class: 'filters', id: 'key-create' }, el('label', {}, 'Name', name), el('label', {}, 'Mode', mode),
+    el('button', { type: 'submit', id: 'key-create-submit' }, 'Create key'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const k = await api('POST', '/admin/api-keys', { name: name.value, mode: mode.value });
+      await viewKeys(view);
+      const code = el('code', { class: 'key', id: 'new-key-value' }, k.key);
+      const copy = el('button', { type: 'button', id: 'copy-key' }, 'Copy');
+      copy.addEventListener('click', () => navigator.clipboard.writeText(k.key).then(() => { copy.textContent = 'Copied'; }));
+      $('new-key').replaceChildren(el('p', {}, 'Your new key, shown this once only: ', code, ' ', copy));
+    } catch (e) { failed(e); }
+  });
+  const rows = page.data.map((k) => {
+    const revoke = el('button', { type: 'button', class: 'revoke', 'data-key-id': k.id }, 'Revoke');
+    revoke.addEventListener('click', async () => {
+      if (!window.confirm('Revoke ' + (k.name || k.id) + '? It stops working at once.')) return;
+      try { await api('DELETE', '/admin/api-keys/' + encodeURIComponent(k.id)); await viewKeys(view); } catch (e) { failed(e); }
+    });
+    return el('tr', { 'data-key-id': k.id }, el('td', {}, k.name), el('td', {}, k.mode), el('td', {}, k.prefix + '…' + k.last4),
+      el('td', {}, k.scopes.length ? k.scopes.join(', ') : 'all'), el('td', {}, when(k.last_used_at)), el('td', {}, when(k.created_at)),
+      el('td', {}, revoke));
+  });
+  view.replaceChildren(el('h1', {}, 'API keys'), form, shown,
+    el('div', { id: 'key-list' }, table(['Name', 'Mode', 'Key', 'Scopes', 'Last used', 'Created', ''], rows)));
+}
+
+async function viewEndpoints(view) {
+  const page = await api('GET', '/admin/webhook-endpoints');
+  const rows = page.data.map((e) => el('tr', {}, el('td', {}, el('a', { href: '#/deliveries?endpoint_id=' + encodeURIComponent(e.id) }, e.id)),
+    el('td', {}, e.mode), el('td', {}, e.url), el('td', {}, e.enabled ? 'yes' : 'no'),
+    el('td', { class: 'success-rate' }, e.recent.success_rate === null ? '—' : (e.recent.success_rate * 100).toFixed(1) + ' %'),
+    el('td', {}, `${e.recent.succeeded} succeeded, ${e.recent.failed} failed, ${e.recent.pending} pending`)));
+  view.replaceChildren(el('h1', {}, 'Webhook endpoints'),
+    el('div', { id: 'endpoint-list' }, table(['Endpoint', 'Mode', 'URL', 'Enabled', 'Success rate (24 h)', 'Deliveries (24 h)'], rows)));
+}
+
+function failed(e) {
+  if (e instanceof AdminOnly) {
+    clearSession();
+    $('nav').hidden = true;
+    $('view').replaceChildren();
+    $('signin').hidden = false;
+  }
+  if (e && e.message !== 'signed out') showMessage(e.message);
+}
+
+async function route() {
+  if (!store.getItem('access_token')) { signedOut(); return; }
+  const [path, query] = (location.hash.slice(1) || '/overview').split('?');
+  const params = new URLSearchParams(query || '');
+  const view = $('view');
+  view.setAttribute('data-view', 'loading');
+  try {
+    let name = 'overview';
+    if (path === '/deliveries') { name = 'deliveries'; await viewDeliveries(view, params); }
+    else if (path.startsWith('/deliveries/')) { name = 'delivery'; await viewDelivery(view, decodeURIComponent(path.slice('/deliveries/'.length))); }
+    else if (path === '/keys') { name = 'keys'; await viewKeys(view); }
+    else if (path === '/endpoints') { name = 'endpoints'; await viewEndpoints(view); }
+    else await viewOverview(view);
+    view.setAttribute('data-view', name);
+  } catch (e) { failed(e); view.setAttribute('data-view', 'error'); }
+}
+
+document.addEventListener('DOMContentLoaded', async () => {
+  $('signin').addEventListener('submit', (ev) => signIn(ev).catch(failed));
+  $('signout').addEventListener('click', () => signOut());
+  window.addEventListener('hashchange', () => { showMessage(''); if (!$('nav').hidden) route(); });
+  try { config = await (await fetch('config.json')).json(); } catch (e) { /* keep the default */ }
+  if (store.getItem('access_token')) await start(); else signedOut();
+});

@@ -1,0 +1,204 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bgcheck/bgcheck"
+)
+
+// browser starts a headless Chromium for the test and returns a context of one tab in it, and a
+// function that opens another tab (its own sessionStorage, so its own sign-in). Without Chromium
+// the test is skipped, except under CI, where it must run.
+func browser(t *testing.T) (context.Context, func() context.Context) {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed; CI must run the dashboard's browser tests (apt-get install -y chromium)")
+		}
+		t.Skip("chromium is not installed (apt-get install -y chromium); skipping the dashboard's browser test")
+	}
+	// A fresh profile, removed once the browser has exited (t.TempDir would race its last writes).
+	profile, err := os.MkdirTemp("", "bgcheck-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(profile) })
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 1000))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// The first context starts the browser; contexts made from it are more tabs in that browser.
+	first, cancelFirst := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancelFirst()
+		cancelAlloc() // waits for the browser process to exit
+	})
+	withTimeout := func(ctx context.Context) context.Context {
+		ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	newTab := func() context.Context {
+		ctx, cancel := chromedp.NewContext(first)
+		t.Cleanup(cancel)
+		return withTimeout(ctx)
+	}
+	return withTimeout(first), newTab
+}
+
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func signIn(url, email string) chromedp.Tasks {
+	return chromedp.Tasks{
+		chromedp.Navigate(url + "/dashboard/"),
+		chromedp.WaitVisible("#email", chromedp.ByQuery),
+		chromedp.SendKeys("#email", email, chromedp.ByQuery),
+		chromedp.SendKeys("#password", adminPassword, chromedp.ByQuery),
+		chromedp.Click("#signin-submit", chromedp.ByQuery),
+	}
+}
+
+// TestDashboardInTheBrowser drives the admin dashboard in headless Chromium against a real API and
+// PostgreSQL. Redelivery is checked up to what the API does (the delivery is pending again and
+// waits for the dispatcher to start its workflow): its success needs Temporal and a worker, which
+// the end-to-end tests of the delivery pipeline cover.
+func TestDashboardInTheBrowser(t *testing.T) {
+	tab, newTab := browser(t)
+	s := newAdminScene(t)
+	ep := s.createEndpoint(s.a.TestKey, "https://example.com/hooks")
+	d := s.emit(s.a.ID, bgcheck.ModeTest, "check.completed", ep.ID)[0]
+	s.finish(d, bgcheck.DeliveryFailed)
+	url := s.srv.URL
+
+	// Sign in and find the failed delivery on the overview.
+	var failedText string
+	var shot []byte
+	run(t, tab, "sign in and see the overview", signIn(url, "admin@a.test"),
+		chromedp.WaitVisible(`#failed-deliveries a.delivery-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#hourly-chart`, chromedp.ByQuery),
+		chromedp.WaitNotVisible("#signin", chromedp.ByQuery), // the form goes once signed in
+		chromedp.Text("#failed-deliveries", &failedText, chromedp.ByQuery),
+		chromedp.FullScreenshot(&shot, 90))
+	if !strings.Contains(failedText, d) || !strings.Contains(failedText, "the endpoint answered 503") {
+		t.Fatalf("the overview's failed deliveries read %q, want %s", failedText, d)
+	}
+	dir := os.Getenv("BGCHECK_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.ArtifactDir()
+	}
+	shotPath := filepath.Join(dir, "dashboard-overview.jpg")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the overview: %s", shotPath)
+
+	// Open it, check its attempt and workflow link, redeliver it.
+	var status, attempts, workflow string
+	var ok bool
+	run(t, tab, "open the delivery", chromedp.Click(`#failed-deliveries a.delivery-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#delivery-status`, chromedp.ByQuery),
+		chromedp.Text(`#delivery-status`, &status, chromedp.ByQuery),
+		chromedp.Text(`#view table`, &attempts, chromedp.ByQuery),
+		chromedp.AttributeValue(`#workflow-link`, "href", &workflow, &ok, chromedp.ByQuery))
+	if status != "failed" || !strings.Contains(attempts, "503") {
+		t.Fatalf("the delivery page shows status %q and attempts %q", status, attempts)
+	}
+	if want := "http://127.0.0.1:8233/namespaces/default/workflows/" + d; workflow != want {
+		t.Errorf("workflow link %q, want %q", workflow, want)
+	}
+	run(t, tab, "redeliver", chromedp.Click(`#redeliver`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#delivery-status.status-pending`, chromedp.ByQuery))
+	if n, err := s.db.CountUndispatched(context.Background()); err != nil || n != 1 {
+		t.Fatalf("%d deliveries (%v) wait for the dispatcher after the redelivery, want 1", n, err)
+	}
+
+	// Create a key, use it, revoke it.
+	var key string
+	run(t, tab, "create a key", chromedp.Click(`a[href="#/keys"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#key-create-submit`, chromedp.ByQuery),
+		chromedp.SendKeys(`#key-name`, "from the browser", chromedp.ByQuery),
+		chromedp.Click(`#key-create-submit`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#new-key-value`, chromedp.ByQuery),
+		chromedp.Text(`#new-key-value`, &key, chromedp.ByQuery))
+	if r := s.do("GET", "/api/v1/webhooks/endpoints", key, nil); r.Status != http.StatusOK {
+		t.Fatalf("the new key got %d: %s", r.Status, r.Body)
+	}
+	var keyID string
+	for _, k := range decode[pageJSON[struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}]](t, s.bearer("GET", adminPath+"/api-keys", s.adminA, nil), 200).Data {
+		if k.Name == "from the browser" {
+			keyID = k.ID
+		}
+	}
+	if keyID == "" {
+		t.Fatal("the key made in the browser is not listed")
+	}
+	row := `tr[data-key-id="` + keyID + `"]`
+	run(t, tab, "revoke the key", chromedp.Evaluate(`window.confirm = () => true`, nil),
+		chromedp.Click(row+` button.revoke`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(row, chromedp.ByQuery))
+	if r := s.do("GET", "/api/v1/webhooks/endpoints", key, nil); r.Status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key got %d: %s", r.Status, r.Body)
+	}
+
+	// A refused access token is refreshed and the request retried; without a refresh token the
+	// page returns to sign-in.
+	var view string
+	run(t, tab, "refresh a refused access token", chromedp.Evaluate(`sessionStorage.setItem('access_token', 'not.a.token')`, nil),
+		chromedp.Click(`a[href="#/deliveries"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#delivery-list`, chromedp.ByQuery),
+		chromedp.AttributeValue(`#view`, "data-view", &view, &ok, chromedp.ByQuery))
+	if view != "deliveries" {
+		t.Fatalf("after a refresh the view is %q", view)
+	}
+	run(t, tab, "end the session when the refresh fails",
+		chromedp.Evaluate(`sessionStorage.setItem('access_token', 'not.a.token'); sessionStorage.setItem('refresh_token', 'not.a.token')`, nil),
+		chromedp.Click(`a[href="#/overview"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#signin`, chromedp.ByQuery),
+		signIn(url, "admin@a.test"),
+		chromedp.WaitVisible(`#failed-deliveries`, chromedp.ByQuery))
+
+	// Endpoints with their success rate; then sign out.
+	var endpoints string
+	run(t, tab, "list endpoints and sign out", chromedp.Click(`a[href="#/endpoints"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#endpoint-list td.success-rate`, chromedp.ByQuery),
+		chromedp.Text(`#endpoint-list`, &endpoints, chromedp.ByQuery),
+		chromedp.Click(`#signout`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#signin`, chromedp.ByQuery))
+	if !strings.Contains(endpoints, ep.ID) {
+		t.Errorf("the endpoints view reads %q, want %s", endpoints, ep.ID)
+	}
+
+	// A consumer sees the admin-only message and no data.
+	consumer := newTab()
+	var message string
+	var shown int
+	run(t, consumer, "sign in as a consumer", signIn(url, "consumer@a.test"),
+		chromedp.WaitVisible(`#message`, chromedp.ByQuery),
+		chromedp.Text(`#message`, &message, chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('view').childElementCount + (document.getElementById('nav').hidden ? 0 : 100)`, &shown))
+	if !strings.Contains(message, "This dashboard is for admins") || shown != 0 {
+		t.Fatalf("a consumer sees %q and %d elements", message, shown)
+	}
+}
