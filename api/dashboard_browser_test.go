@@ -4,58 +4,15 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/internal/browsertest"
 )
-
-// browser starts a headless Chromium for the test and returns a context of one tab in it, and a
-// function that opens another tab (its own sessionStorage, so its own sign-in). Without Chromium
-// the test is skipped, except under CI, where it must run.
-func browser(t *testing.T) (context.Context, func() context.Context) {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed; CI must run the dashboard's browser tests (apt-get install -y chromium)")
-		}
-		t.Skip("chromium is not installed (apt-get install -y chromium); skipping the dashboard's browser test")
-	}
-	// A fresh profile, removed once the browser has exited (t.TempDir would race its last writes).
-	profile, err := os.MkdirTemp("", "bgcheck-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(profile) })
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 1000))
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	// The first context starts the browser; contexts made from it are more tabs in that browser.
-	first, cancelFirst := chromedp.NewContext(alloc)
-	t.Cleanup(func() {
-		cancelFirst()
-		cancelAlloc() // waits for the browser process to exit
-	})
-	withTimeout := func(ctx context.Context) context.Context {
-		ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		t.Cleanup(cancel)
-		return ctx
-	}
-	newTab := func() context.Context {
-		ctx, cancel := chromedp.NewContext(first)
-		t.Cleanup(cancel)
-		return withTimeout(ctx)
-	}
-	return withTimeout(first), newTab
-}
 
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
@@ -76,10 +33,10 @@ func signIn(url, email string) chromedp.Tasks {
 
 // TestDashboardInTheBrowser drives the admin dashboard in headless Chromium against a real API and
 // PostgreSQL. Redelivery is checked up to what the API does (the delivery is pending again and
-// waits for the dispatcher to start its workflow): its success needs Temporal and a worker, which
-// the end-to-end tests of the delivery pipeline cover.
+// waits for the dispatcher to start its workflow); e2e's TestDashboardRedeliversAFailedDeliveryToSuccess
+// runs the same clicks with Temporal and a worker behind them and sees the delivery succeed.
 func TestDashboardInTheBrowser(t *testing.T) {
-	tab, newTab := browser(t)
+	tab, newTab := browsertest.Start(t)
 	s := newAdminScene(t)
 	ep := s.createEndpoint(s.a.TestKey, "https://example.com/hooks")
 	d := s.emit(s.a.ID, bgcheck.ModeTest, "check.completed", ep.ID)[0]
