@@ -144,7 +144,11 @@ type Options struct {
 	// LogInterval is the least time between two log lines about Redis being unreachable;
 	// default 30 seconds.
 	LogInterval time.Duration
-	Logger      *slog.Logger
+	// RedisTimeout bounds connecting to Redis, one round trip, and the wait for a pooled
+	// connection; default 500 ms, the most a slow Redis adds to a request before the limiter
+	// counts in memory. Tests that count exactly under heavy concurrency raise it.
+	RedisTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // DefaultPrefix starts the Redis keys of the counters: bgcheck:rl:<class>:<rule>:<bucket key>.

@@ -85,7 +85,9 @@ func stores(t *testing.T, test func(t *testing.T, o func() ratelimit.Options)) {
 	t.Run("redis", func(t *testing.T) {
 		u := redistest.URL(t)
 		prefix := redistest.Prefix(t, u)
-		test(t, func() ratelimit.Options { return ratelimit.Options{RedisURL: u, Prefix: prefix} })
+		test(t, func() ratelimit.Options {
+			return ratelimit.Options{RedisURL: u, Prefix: prefix, RedisTimeout: 10 * time.Second}
+		})
 	})
 }
 
@@ -172,7 +174,7 @@ func TestExactlyTheLimitOfConcurrentRequestsPass(t *testing.T) {
 
 func TestInstancesSharingRedisAllowTheLimitTogether(t *testing.T) {
 	u := redistest.URL(t)
-	o := ratelimit.Options{RedisURL: u, Prefix: redistest.Prefix(t, u)}
+	o := ratelimit.Options{RedisURL: u, Prefix: redistest.Prefix(t, u), RedisTimeout: 10 * time.Second}
 	rule := ratelimit.Rule{Limit: 40, Window: time.Minute}
 	a := newLimiter(t, ratelimit.Limits{Consumer: rule}, o)
 	b := newLimiter(t, ratelimit.Limits{Consumer: rule}, o)

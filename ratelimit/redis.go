@@ -14,13 +14,13 @@ import (
 	"github.com/sethvargo/go-redisstore"
 )
 
-// Timeouts of one Redis round trip. A take is on every request's path, so a slow or black-holed
-// Redis costs a request at most about this much before the limiter falls back to memory.
+// defaultRedisTimeout bounds one Redis round trip (and connecting, and waiting for a pooled
+// connection). A take is on every request's path, so a slow or black-holed Redis costs a request
+// at most about this much before the limiter falls back to memory.
 const (
-	redisConnectTimeout = 500 * time.Millisecond
-	redisIOTimeout      = 500 * time.Millisecond
-	// redisMaxConns bounds the connections of one instance; a request waits (up to
-	// redisConnectTimeout) for a free one rather than opening more.
+	defaultRedisTimeout = 500 * time.Millisecond
+	// redisMaxConns bounds the connections of one instance; a request waits (up to the timeout)
+	// for a free one rather than opening more.
 	redisMaxConns = 64
 )
 
@@ -41,6 +41,7 @@ type redisBackend struct {
 
 	retry       time.Duration
 	logInterval time.Duration
+	timeout     time.Duration
 
 	down      atomic.Bool
 	downUntil atomic.Int64 // Unix ns before which Redis is not tried
@@ -62,6 +63,10 @@ func newRedisBackend(o Options) (*redisBackend, error) {
 		log:         o.Logger,
 		retry:       o.RetryInterval,
 		logInterval: o.LogInterval,
+		timeout:     o.RedisTimeout,
+	}
+	if b.timeout <= 0 {
+		b.timeout = defaultRedisTimeout
 	}
 	if b.retry <= 0 {
 		b.retry = time.Second
@@ -76,9 +81,9 @@ func newRedisBackend(o Options) (*redisBackend, error) {
 		IdleTimeout: 4 * time.Minute,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
 			return redis.DialURLContext(ctx, rawURL,
-				redis.DialConnectTimeout(redisConnectTimeout),
-				redis.DialReadTimeout(redisIOTimeout),
-				redis.DialWriteTimeout(redisIOTimeout))
+				redis.DialConnectTimeout(b.timeout),
+				redis.DialReadTimeout(b.timeout),
+				redis.DialWriteTimeout(b.timeout))
 		},
 		// A connection idle for a while may have been dropped by Redis or a proxy.
 		TestOnBorrow: func(c redis.Conn, idleSince time.Time) error {
@@ -108,7 +113,7 @@ func (b *redisBackend) store(rule Rule) (limiter.Store, error) {
 // checkAtStart pings Redis once, so an unreachable Redis is reported when the API starts rather
 // than at the first request.
 func (b *redisBackend) checkAtStart() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*redisConnectTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*b.timeout)
 	defer cancel()
 	conn, err := b.pool.GetContext(ctx)
 	if err == nil {
@@ -138,7 +143,7 @@ func (b *redisBackend) try() bool {
 // take runs one take on Redis, noting whether Redis answered.
 func (b *redisBackend) take(ctx context.Context, s limiter.Store, key string) (limit, remaining, reset uint64, ok bool, err error) {
 	// Bounds the wait for a pooled connection; the round trip itself has the dial timeouts.
-	ctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	limit, remaining, reset, ok, err = s.Take(ctx, key)
 	if err != nil {
