@@ -217,7 +217,7 @@ func TestEventsCreatedWhileTemporalIsDownAreDelivered(t *testing.T) {
 		t.Fatal("delivered without Temporal?")
 	}
 
-	devtemporal.StartForTest(t, devtemporal.Options{Port: port, SearchAttributes: workflows.SearchAttributes})
+	devtemporal.StartForTest(t, devtemporal.Options{Port: port, SearchAttributes: workflows.SearchAttributes, DynamicConfig: devtemporal.Tuned()})
 	up := time.Now()
 	waitFor(t, 30*time.Second, "the delivery arrives after Temporal starts", func() bool { return len(rc.got()) == 1 })
 	t.Logf("delivered %s after Temporal answered", time.Since(up).Round(time.Millisecond))

@@ -77,7 +77,7 @@ func newStack(t *testing.T, temporalPort int) *stack {
 	t.Cleanup(s.db.Close)
 	address := fmt.Sprintf("127.0.0.1:%d", temporalPort)
 	if temporalPort == 0 {
-		s.temporal = devtemporal.StartForTest(t, devtemporal.Options{SearchAttributes: workflows.SearchAttributes})
+		s.temporal = devtemporal.StartForTest(t, devtemporal.Options{SearchAttributes: workflows.SearchAttributes, DynamicConfig: devtemporal.Tuned()})
 		address = s.temporal.Address
 	}
 	s.cfg = config.Config{

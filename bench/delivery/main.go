@@ -32,16 +32,23 @@
 //     it), the first attempt's started_at (the worker began the POST).
 //   - burst: -burst events are enqueued by -c clients as fast as the API takes them; the receive
 //     rate is measured from the first receipt to the last, and over the middle 80% of receipts
-//     (10th to 90th percentile), when the backlog is large and the pipeline runs flat out.
+//     (10th to 90th percentile), when the backlog is large and the pipeline runs flat out; also
+//     after the dispatcher claimed the last delivery, when Temporal only runs workflows (while it
+//     still starts them, starts take most of its time), and the CPU each delivery cost.
 //   - steps: the open-loop generator runs at each rate of -steps for -step-d; a step is
 //     sustainable when every event arrived within 5 s of the last send and p99 stayed within
 //     -step-max-p99. The steps stop at the first that is not.
 //
+// After each open-loop run the histories of -trace-sample of its workflows, and of its slowest
+// events, split Temporal's part of the latency by the history events' times.
+//
 // Between phases the benchmark waits until every accepted event has arrived, the database has
 // no pending delivery and Temporal no running workflow (or -drain-timeout passes), so phases do
-// not overlap. At the end it checks that each accepted event arrived exactly once (duplicates and
-// missing events are reported), that no delivery failed or was retried, and it reads a few
-// workflow histories to count their events.
+// not overlap. The phases share one Temporal server, which gets slower as completed workflows
+// accumulate in it, so each phase reports how many it held before. At the end it checks that
+// every accepted event arrived at least once (duplicate copies are counted), that no POST was
+// refused and no delivery failed, counts retried attempts, and reads a few workflow histories to
+// count their events.
 //
 // Every process's CPU is accounted per phase from /proc, in cores: the Temporal server, the API,
 // the workers, the PostgreSQL backends of the API's pool and of the workers' (told apart by

@@ -104,7 +104,9 @@ func (b *bench) drain(ctx context.Context, sends []send, lastSend time.Time) dra
 	var d drainResult
 	for b.st.rc.pending() > 0 {
 		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
-			logf("  the backlog did not drain within %s: %d events have not arrived", b.o.drainTimeout, b.st.rc.pending())
+			if ctx.Err() == nil {
+				logf("  the backlog did not drain within %s: %d events have not arrived", b.o.drainTimeout, b.st.rc.pending())
+			}
 			return d
 		}
 	}
@@ -122,6 +124,9 @@ func (b *bench) drain(ctx context.Context, sends []send, lastSend time.Time) dra
 			break
 		}
 		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			if ctx.Err() != nil {
+				return d
+			}
 			logf("  did not settle within %s: %d deliveries pending (%v), %d workflows running (%v)",
 				b.o.drainTimeout, pending, perr, running, terr)
 			return d

@@ -171,6 +171,7 @@ func startTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (*d
 		DBFile:           filepath.Join(dataDir, "temporal.db"),
 		LogFile:          filepath.Join(dataDir, "temporal.log"),
 		SearchAttributes: workflows.SearchAttributes,
+		DynamicConfig:    devtemporal.Tuned(),
 		Logger:           log,
 	})
 	if err != nil {
