@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -221,6 +222,43 @@ func TestPrivateAddressBlockedAtConnect(t *testing.T) {
 	}
 	if res.Status != bgcheck.DeliveryPending || !strings.Contains(res.Error, "private, loopback or link-local") || len(got()) != 0 {
 		t.Fatalf("result %+v, %d requests received", res, len(got()))
+	}
+}
+
+// An IPv6 zone must not smuggle a loopback address past the connect-time check: a real server on
+// [::1] is addressed through the zone of the loopback interface, and must never be reached.
+func TestZonedLoopbackBlockedAtConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	var reached bool
+	var mu sync.Mutex
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached = true
+		mu.Unlock()
+		io.WriteString(w, "metadata secrets")
+	})}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	port := ln.Addr().(*net.TCPAddr).Port
+	for _, zone := range []string{"lo", "1"} { // by interface name and by index
+		url := fmt.Sprintf("http://[::1%%25%s]:%d/", zone, port)
+		f := newFixture(t, url)
+		res, err := f.acts(false).DeliverWebhook(context.Background(), activities.AttemptInput{DeliveryID: f.deliveryID, Number: 1, RetryAfter: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got := reached
+		mu.Unlock()
+		if got || res.Status != bgcheck.DeliveryPending || !strings.Contains(res.Error, "private, loopback or link-local") {
+			t.Fatalf("%s: result %+v, server reached %v", url, res, got)
+		}
+		if d := f.delivery(t); d.Attempts[0].ResponseSnippet != nil {
+			t.Fatalf("%s: the answer leaked into the attempt: %q", url, *d.Attempts[0].ResponseSnippet)
+		}
 	}
 }
 

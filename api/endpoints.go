@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/bgcheck/bgcheck"
@@ -165,7 +166,8 @@ func (s *Server) handleEndpointRotateSecret(w http.ResponseWriter, r *http.Reque
 // checkWebhookURL returns why raw cannot be a webhook URL, or "" when it can: an absolute
 // http(s) URL of at most 2,048 characters whose host is not a private, loopback or link-local
 // address (however the address is spelled) nor a local-only name, unless the operator allows
-// private targets. Names are not resolved here: the worker checks each address it connects to.
+// private targets; a host with an IPv6 zone or a "%" is refused always. Names are not resolved
+// here: the worker checks each address it connects to.
 func (s *Server) checkWebhookURL(raw string) string {
 	if raw == "" {
 		return "is required"
@@ -180,6 +182,11 @@ func (s *Server) checkWebhookURL(raw string) string {
 	host := u.Hostname()
 	if host == "" {
 		return "must be an absolute http or https URL"
+	}
+	if strings.Contains(host, "%") {
+		// An IPv6 zone (http://[fe80::1%25eth0]/) only ever names a link-local or loopback
+		// route, and no public host name contains a percent sign.
+		return "must not name an IPv6 zone or contain % in the host"
 	}
 	if s.opts.AllowPrivateWebhookURLs {
 		return ""

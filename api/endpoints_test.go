@@ -79,6 +79,11 @@ func TestEndpointCreateValidation(t *testing.T) {
 		{"link-local metadata", map[string]any{"url": "http://169.254.169.254/latest"}, "url"},
 		{"link-local v6", map[string]any{"url": "http://[fe80::1]/x"}, "url"},
 		{"localhost name", map[string]any{"url": "http://localhost:3000/x"}, "url"},
+		{"zoned loopback v6", map[string]any{"url": "http://[::1%25lo]:8080/x"}, "url"},
+		{"zoned link-local v6", map[string]any{"url": "http://[fe80::1%25eth0]/x"}, "url"},
+		{"zoned unique-local v6", map[string]any{"url": "http://[fd00:ec2::254%25x]/latest"}, "url"},
+		{"zoned public v6", map[string]any{"url": "http://[2606:4700::1111%25eth0]/x"}, "url"},
+		{"unescaped zone", map[string]any{"url": "http://[fe80::1%eth0]/x"}, "url"},
 		{"unknown event type", map[string]any{"url": "https://example.com", "events": []string{"check.exploded"}}, "events"},
 		{"empty events", map[string]any{"url": "https://example.com", "events": []string{}}, "events"},
 		{"star with others", map[string]any{"url": "https://example.com", "events": []string{"*", "check.created"}}, "events"},
@@ -158,6 +163,7 @@ func TestEndpointGetUpdateDeleteRotate(t *testing.T) {
 	// Invalid patches change nothing.
 	wantFieldError(t, e.do("PATCH", path, a.TestKey, map[string]any{"events": []string{}, "enabled": false}), "events")
 	wantFieldError(t, e.do("PATCH", path, a.TestKey, map[string]any{"url": "http://10.0.0.1/"}), "url")
+	wantFieldError(t, e.do("PATCH", path, a.TestKey, map[string]any{"url": "http://[::1%25lo]:8080/"}), "url")
 	wantProblem(t, e.do("PATCH", path, a.TestKey, `{"colour":"red"}`), 400, bgcheck.CodeMalformedJSON)
 	if now := decode[endpointJSON](t, e.do("GET", path, a.TestKey, nil), 200); !now.Enabled || now.URL != upd.URL {
 		t.Fatalf("a refused patch changed the endpoint: %+v", now)

@@ -29,8 +29,14 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 }
 
 // IsPublic reports whether addr is a globally routable unicast address. IPv4 addresses embedded
-// in IPv6 (mapped, NAT64 and 6to4 forms) are judged by the IPv4 address they carry.
+// in IPv6 (mapped, NAT64 and 6to4 forms) are judged by the IPv4 address they carry. An address
+// with a zone (fe80::1%eth0) is never public: a zone scopes the address to one interface, which
+// only link-local and loopback routes need, and netip.Prefix.Contains is false for every zoned
+// address, so without this check any zone would make a private address pass.
 func IsPublic(addr netip.Addr) bool {
+	if addr.Zone() != "" {
+		return false
+	}
 	addr = embeddedIPv4(addr.Unmap())
 	for _, p := range nonPublic {
 		if p.Contains(addr) {

@@ -51,6 +51,10 @@ func TestIsPublic(t *testing.T) {
 		"64:ff9b::7f00:1", // NAT64 of 127.0.0.1
 		"2002:7f00:1::1",  // 6to4 of 127.0.0.1
 		"::127.0.0.1",     // deprecated IPv4-compatible
+		// Zoned addresses: netip.Prefix.Contains is false for any address with a zone, so a
+		// zone must never make an address look public. A zone only means something on a
+		// link-local or loopback route, which webhooks never take, so every zone is refused.
+		"::1%lo", "fe80::1%eth0", "fd00:ec2::254%x", "::ffff:127.0.0.1%lo", "2606:4700::1111%eth0",
 	}
 	for _, s := range nonPublic {
 		if IsPublic(netip.MustParseAddr(s)) {
