@@ -2,7 +2,7 @@
 #
 # One image for every role: bgcheck-api (the default command), bgcheck-worker and bgcheckctl.
 # docker-compose.yml picks the command per service. The binaries are static and are built by
-# scripts/build-static.sh, which deploy's tests run too: the build they check is the build
+# deploy/build-static.sh, which deploy's tests run too: the build they check is the build
 # shipped here. deploy/dockerfile_test.go also checks that the Go version below is go.mod's.
 #
 #   docker build -t bgcheck .
@@ -21,7 +21,7 @@ COPY . .
 ARG TARGETOS
 ARG TARGETARCH
 RUN --mount=type=cache,target=/root/.cache/go-build \
-	GOOS=$TARGETOS GOARCH=$TARGETARCH sh scripts/build-static.sh /out
+	GOOS=$TARGETOS GOARCH=$TARGETARCH sh deploy/build-static.sh /out
 
 # distroless/static: CA certificates (webhook receivers are HTTPS), time zone data, /etc/passwd
 # with the nonroot user, and nothing else; no shell, no package manager.

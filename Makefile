@@ -1,7 +1,7 @@
 # Entry points for a fresh machine with Go and the PostgreSQL server binaries; no Docker needed.
 #   make dev       run the API locally (PostgreSQL found or started, demo account, keys printed)
-#   make test      go vet, gofmt check, and every test with the race detector (scripts/test.sh)
-#   make temporal  build the Temporal CLI pinned in tools/temporal into ./.data/bin (the dev server
+#   make test      go vet, gofmt check, and every test with the race detector (test/run.sh)
+#   make temporal  build the Temporal CLI pinned in internal/dev/temporalcli into ./.data/bin (the dev server
 #                  of the end-to-end tests): minutes the first time, then instant; make test does it
 #   make build     the binaries, into ./bin
 
@@ -13,7 +13,7 @@ dev:
 	$(GO) run ./cmd/bgcheck-dev
 
 test:
-	GO="$(GO)" bash scripts/test.sh
+	GO="$(GO)" bash test/run.sh
 
 temporal:
 	$(GO) run ./cmd/bgcheck-dev temporal-bin
@@ -35,12 +35,12 @@ bench:
 	$(GO) test ./api -run '^$$' -bench APIKeyRouting -benchmem -count 5
 
 bench-api:
-	$(GO) run ./bench/loadapi $(BENCH_FLAGS)
+	cd test/bench && $(GO) run ./loadapi $(BENCH_FLAGS)
 
 bench-limit:
-	$(GO) run ./bench/loadapi -limit-check -c 200 $(BENCH_FLAGS)
+	cd test/bench && $(GO) run ./loadapi -limit-check -c 200 $(BENCH_FLAGS)
 
 # Delivery benchmark: Temporal dev server, PostgreSQL, the API, a worker and a receiver on this
 # machine; ingest, latency at 50 events/s and rising rates, sustained deliveries (README).
 bench-delivery:
-	$(GO) run ./bench/delivery $(BENCH_FLAGS)
+	cd test/bench && $(GO) run ./delivery $(BENCH_FLAGS)
