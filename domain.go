@@ -67,6 +67,30 @@ type User struct {
 	CreatedAt time.Time `json:"created_at" db:"created_at"`
 }
 
+// Session is a portal sign-in as storage knows it now: whose it is, the account and role that
+// user has today, and whether it has been revoked. A token's claims are only a copy taken at
+// sign-in; requests are authorized by this.
+type Session struct {
+	ID        string
+	UserID    string
+	AccountID string // "" for a consumer of no account
+	Role      Role
+	Revoked   bool
+}
+
+// NewAPIKey is an API key to store. Hash is the SHA-256 of the raw key, which is never stored.
+type NewAPIKey struct {
+	AccountID  string
+	Name       string
+	Mode       Mode
+	Hash       []byte
+	Prefix     string
+	Last4      string
+	Scopes     []string
+	AllowedIPs []netip.Prefix
+	ExpiresAt  *time.Time
+}
+
 // APIKey is an integration's credential as stored: the raw key is never kept, only its hash,
 // plus the prefix and last four characters so a person can tell keys apart.
 type APIKey struct {

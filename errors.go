@@ -36,7 +36,25 @@ const (
 	// leaves this case open.
 	CodeDeliveryInProgress Code = "delivery_in_progress"
 	CodeRateLimited        Code = "rate_limited"
-	CodeInternal           Code = "internal"
+	// CodeUnavailable is a request the service could not serve in time or right now (a
+	// database past the request's deadline, every password-hashing slot busy); it is safe to
+	// retry after the Retry-After the answer carries.
+	CodeUnavailable Code = "service_unavailable"
+	// CodeNoProvider refuses a live-mode check while no screening provider is configured: it is
+	// never faked (API.md §10).
+	CodeNoProvider Code = "no_provider"
+	// CodeCheckFinished refuses to cancel or authorize a check that has already finished.
+	CodeCheckFinished Code = "check_finished"
+	// CodeCheckNotAdverse refuses an adverse action on a check that is not complete with the
+	// assessment consider.
+	CodeCheckNotAdverse Code = "check_not_adverse"
+	// CodeAdverseActionOpen refuses a second adverse action while one is in its waiting period.
+	CodeAdverseActionOpen Code = "adverse_action_open"
+	// CodeAdverseActionClosed refuses to cancel an adverse action already finalized or canceled.
+	CodeAdverseActionClosed Code = "adverse_action_closed"
+	// CodeInvalidInvitation is an invitation link that is unknown or expired.
+	CodeInvalidInvitation Code = "invalid_invitation"
+	CodeInternal          Code = "internal"
 )
 
 // FieldError names one request field that failed validation and says why.

@@ -44,6 +44,8 @@ type Activities struct {
 	Timeout time.Duration
 	// Metrics counts attempts by outcome, once each is recorded; nil counts nothing.
 	Metrics *metrics.Worker
+	// Limits bounds attempts in flight per endpoint and per account; nil bounds nothing.
+	Limits *InFlightLimits
 }
 
 // AttemptInput names one attempt of a delivery.
@@ -54,6 +56,9 @@ type AttemptInput struct {
 	RetryAfter time.Duration
 	// Final is set on the last attempt of the schedule: if it fails, the delivery has failed.
 	Final bool
+	// MayDefer says the workflow understands AttemptResult.Deferred (workflows started before
+	// in-flight limits existed do not, and are never deferred).
+	MayDefer bool
 }
 
 // AttemptResult is what became of the delivery: succeeded, failed, canceled, or pending when a
@@ -62,6 +67,9 @@ type AttemptResult struct {
 	Status     bgcheck.DeliveryStatus
 	StatusCode int
 	Error      string
+	// Deferred means the attempt was not made: its endpoint or account already has as many
+	// attempts in flight as Limits allow. Nothing was sent or recorded; ask again later.
+	Deferred bool
 }
 
 // DeliverWebhook makes one attempt: it reads the event's bytes and the endpoint's current URL and
@@ -84,6 +92,13 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 		}
 		a.Metrics.Canceled()
 		return AttemptResult{Status: bgcheck.DeliveryCanceled}, nil
+	}
+
+	if in.MayDefer {
+		if !a.Limits.tryAcquire(target.AccountID, target.EndpointID) {
+			return AttemptResult{Deferred: true}, nil
+		}
+		defer a.Limits.release(target.AccountID, target.EndpointID)
 	}
 
 	started := time.Now()

@@ -7,6 +7,7 @@ import (
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/webhook"
+	"github.com/bgcheck/bgcheck/workflows"
 )
 
 // adminAccount is the account an admin's request acts for. Admins always belong to one (the
@@ -56,9 +57,10 @@ func (s *Server) handleAdminOverview(w http.ResponseWriter, r *http.Request) {
 	var out overviewJSON
 	out.Account.ID, out.Account.Name = o.Account.ID, o.Account.Name
 	out.Counts.Candidates, out.Counts.WebhookEndpoints, out.Counts.Events24h = o.Candidates, o.WebhookEndpoints, o.Events24h
-	// Checks are not stored yet (there is no checks table), so there are none to count; the
-	// field is in the contract so the dashboard need not change when they are.
-	out.Counts.Checks = 0
+	if out.Counts.Checks, err = s.db.CountAccountChecks(r.Context(), acct); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	d := o.Deliveries
 	out.Deliveries.Pending, out.Deliveries.Succeeded, out.Deliveries.Failed, out.Deliveries.Canceled = d.Pending, d.Succeeded, d.Failed, d.Canceled
 	out.FailedDeliveries, out.Hourly = o.FailedDeliveries, o.Hourly
@@ -120,6 +122,9 @@ func (s *Server) handleAdminRedeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.db.RedeliverInAccount(r.Context(), acct, id)
+	if errors.Is(err, postgres.ErrDeliveryInProgress) {
+		d, err = s.redeliverStalled(r.Context(), acct, "", id)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -148,7 +153,11 @@ func (s *Server) handleAdminDeliveryGet(w http.ResponseWriter, r *http.Request) 
 	if attempts == nil {
 		attempts = []bgcheck.DeliveryAttempt{}
 	}
-	writeJSON(w, http.StatusOK, deliveryWithAttempts{Delivery: d, Attempts: attempts})
+	// The workflow of the current series: a redelivery runs under a new id (workflows.WorkflowID).
+	writeJSON(w, http.StatusOK, struct {
+		deliveryWithAttempts
+		WorkflowID string `json:"workflow_id"`
+	}{deliveryWithAttempts{Delivery: d, Attempts: attempts}, workflows.WorkflowID(d.ID, d.Series)})
 }
 
 // endpointHealthJSON is an endpoint as GET /admin/webhook-endpoints shows it.
@@ -189,4 +198,66 @@ func (s *Server) handleAdminEndpoints(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// handleAdminChecks lists the account's checks of both modes; ?status=, ?assessment= and ?mode=
+// narrow the list.
+func (s *Server) handleAdminChecks(w http.ResponseWriter, r *http.Request) {
+	acct, err := adminAccount(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := listParams(r, bgcheck.PrefixCheck)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	f := postgres.CheckFilter{Status: bgcheck.CheckStatus(q.Get("status")), Assessment: bgcheck.Assessment(q.Get("assessment"))}
+	mode := bgcheck.Mode(q.Get("mode"))
+	var v validator
+	if f.Status != "" && !f.Status.Valid() {
+		v.add("status", "must be invitation_pending, pending, complete, suspended, canceled or failed")
+	}
+	if f.Assessment != "" && f.Assessment != bgcheck.AssessmentClear && f.Assessment != bgcheck.AssessmentConsider {
+		v.add("assessment", "must be clear or consider")
+	}
+	if mode != "" && !mode.Valid() {
+		v.add("mode", "must be test or live")
+	}
+	if err := v.err(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	page, err := s.db.ListAccountChecks(r.Context(), acct, mode, f, p)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// handleAdminCheckGet shows one of the account's checks, of either mode, with the id of its
+// workflow for the Temporal UI.
+func (s *Server) handleAdminCheckGet(w http.ResponseWriter, r *http.Request) {
+	acct, err := adminAccount(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, err := pathID(r, "checkID", bgcheck.PrefixCheck)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	c, err := s.db.FindAccountCheck(r.Context(), acct, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		*bgcheck.Check
+		WorkflowID string `json:"workflow_id"`
+	}{c, workflows.CheckWorkflowID(c.ID)})
 }

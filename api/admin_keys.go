@@ -7,7 +7,6 @@ import (
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/auth"
-	"github.com/bgcheck/bgcheck/postgres"
 )
 
 // apiKeyJSON is how the admin API shows a key: never its hash, and its raw form only in the
@@ -78,7 +77,7 @@ func (s *Server) handleAPIKeyCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	key, err := s.db.CreateAPIKey(r.Context(), postgres.NewAPIKeyFor(acct, issued))
+	key, err := s.db.CreateAPIKey(r.Context(), issued.Record(acct))
 	if err != nil {
 		writeError(w, r, err)
 		return

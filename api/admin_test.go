@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/api"
 	"github.com/bgcheck/bgcheck/postgres"
 )
 
@@ -28,8 +29,8 @@ type adminScene struct {
 	consumer       string
 }
 
-func newAdminScene(t *testing.T) *adminScene {
-	e, _ := newPortalEnv(t)
+func newAdminScene(t *testing.T, opts ...api.Options) *adminScene {
+	e, _ := newPortalEnv(t, opts...)
 	s := &adminScene{env: e, a: e.newAccount(), b: e.newAccount()}
 	e.user(s.a.ID, "admin@a.test", bgcheck.RoleAdmin, adminPassword)
 	e.user(s.b.ID, "admin@b.test", bgcheck.RoleAdmin, adminPassword)

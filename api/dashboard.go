@@ -53,5 +53,7 @@ func dashboardHeaders(next http.Handler) http.Handler {
 // handleDashboardConfig tells the page what the server was configured with; nothing in it is
 // secret or per account.
 func (s *Server) handleDashboardConfig(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"temporal_ui_url": s.opts.TemporalUIURL})
+	writeJSON(w, http.StatusOK, map[string]string{
+		"temporal_ui_url": s.opts.TemporalUIURL, "temporal_namespace": s.opts.TemporalNamespace,
+	})
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bgcheck/bgcheck"
-	"github.com/bgcheck/bgcheck/internal/browsertest"
+	"github.com/bgcheck/bgcheck/api"
+	"github.com/bgcheck/bgcheck/internal/dev/browsertest"
 )
 
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
@@ -37,7 +38,7 @@ func signIn(url, email string) chromedp.Tasks {
 // runs the same clicks with Temporal and a worker behind them and sees the delivery succeed.
 func TestDashboardInTheBrowser(t *testing.T) {
 	tab, newTab := browsertest.Start(t)
-	s := newAdminScene(t)
+	s := newAdminScene(t, api.Options{TemporalNamespace: "bgcheck-prod"})
 	ep := s.createEndpoint(s.a.TestKey, "https://example.com/hooks")
 	d := s.emit(s.a.ID, bgcheck.ModeTest, "check.completed", ep.ID)[0]
 	s.finish(d, bgcheck.DeliveryFailed)
@@ -79,11 +80,16 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	if status != "failed" || !strings.Contains(attempts, "503") {
 		t.Fatalf("the delivery page shows status %q and attempts %q", status, attempts)
 	}
-	if want := "http://127.0.0.1:8233/namespaces/default/workflows/" + d; workflow != want {
+	if want := "http://127.0.0.1:8233/namespaces/bgcheck-prod/workflows/" + d; workflow != want {
 		t.Errorf("workflow link %q, want %q", workflow, want)
 	}
 	run(t, tab, "redeliver", chromedp.Click(`#redeliver`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#delivery-status.status-pending`, chromedp.ByQuery))
+		chromedp.WaitVisible(`#delivery-status.status-pending`, chromedp.ByQuery),
+		chromedp.AttributeValue(`#workflow-link`, "href", &workflow, &ok, chromedp.ByQuery))
+	// The redelivery runs as a new series under its own workflow id: the link follows it.
+	if want := "http://127.0.0.1:8233/namespaces/bgcheck-prod/workflows/" + d + "-r2"; workflow != want {
+		t.Errorf("workflow link after the redelivery %q, want %q", workflow, want)
+	}
 	if n, err := s.db.CountUndispatched(context.Background()); err != nil || n != 1 {
 		t.Fatalf("%d deliveries (%v) wait for the dispatcher after the redelivery, want 1", n, err)
 	}
@@ -135,6 +141,28 @@ func TestDashboardInTheBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#signin`, chromedp.ByQuery),
 		signIn(url, "admin@a.test"),
 		chromedp.WaitVisible(`#failed-deliveries`, chromedp.ByQuery))
+
+	// The Checks page lists the account's checks; a check shows its screenings and links its
+	// workflow in the Temporal UI; the overview counts them.
+	cand := s.candidateWithEmail(s.a.TestKey, "jane@example.com")
+	chk := decode[checkJSON](t, s.do("POST", "/api/v1/checks", s.a.TestKey, map[string]any{"candidate_id": cand, "package": "basic"}), http.StatusCreated)
+	var checkStatus, screenings, checkWorkflow, checksCount string
+	// The overview was drawn before the check existed, and a click on the link of the page one is
+	// on changes no hash: visit the checks first, so that the overview is drawn afresh after them.
+	run(t, tab, "open the checks", chromedp.Click(`a[href="#/checks"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#check-list a.check-link`, chromedp.ByQuery),
+		chromedp.Click(`#check-list a.check-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#check-status`, chromedp.ByQuery),
+		chromedp.Text(`#check-status`, &checkStatus, chromedp.ByQuery),
+		chromedp.Text(`#view table`, &screenings, chromedp.ByQuery),
+		chromedp.AttributeValue(`#check-workflow-link`, "href", &checkWorkflow, &ok, chromedp.ByQuery),
+		chromedp.Click(`a[href="#/overview"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#count-checks`, chromedp.ByQuery),
+		chromedp.Text(`#count-checks b`, &checksCount, chromedp.ByQuery))
+	if checksCount != "1" || checkStatus != "invitation_pending" || !strings.Contains(screenings, "national_criminal") ||
+		checkWorkflow != "http://127.0.0.1:8233/namespaces/bgcheck-prod/workflows/check-"+chk.ID {
+		t.Fatalf("checks: count %q, status %q, screenings %q, workflow link %q", checksCount, checkStatus, screenings, checkWorkflow)
+	}
 
 	// Endpoints with their success rate; then sign out.
 	var endpoints string

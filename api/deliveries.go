@@ -1,9 +1,12 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/postgres"
 )
 
 func (s *Server) handleEndpointDeliveries(w http.ResponseWriter, r *http.Request) {
@@ -62,10 +65,38 @@ func (s *Server) handleDeliveryRedeliver(w http.ResponseWriter, r *http.Request)
 		writeError(w, r, err)
 		return
 	}
-	d, err := s.db.Redeliver(r.Context(), tenantOf(r), id)
+	t := tenantOf(r)
+	d, err := s.db.Redeliver(r.Context(), t, id)
+	if errors.Is(err, postgres.ErrDeliveryInProgress) {
+		d, err = s.redeliverStalled(r.Context(), t.AccountID, t.Mode, id)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, d)
+}
+
+// redeliverStalled retries a redelivery refused because the delivery is pending: if its workflow
+// has ended (canceled or terminated in the Temporal UI, or lost), nothing will ever finish the
+// series, and a new one is what the caller needs. mode "" means either mode (an admin).
+func (s *Server) redeliverStalled(ctx context.Context, accountID string, mode bgcheck.Mode, id string) (*bgcheck.Delivery, error) {
+	if s.opts.Workflows == nil {
+		return nil, postgres.ErrDeliveryInProgress
+	}
+	d, err := s.db.FindAccountDelivery(ctx, accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if mode != "" && d.Mode != mode {
+		return nil, bgcheck.ErrNotFound
+	}
+	running, err := s.opts.Workflows.WorkflowRunning(ctx, d.ID, d.Series)
+	if err != nil {
+		return nil, err
+	}
+	if running {
+		return nil, postgres.ErrDeliveryInProgress
+	}
+	return s.db.RedeliverStalled(ctx, accountID, mode, id, d.Series)
 }

@@ -140,12 +140,12 @@ func (s *Server) handleEndpointDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	canceled, err := s.db.DeleteEndpoint(r.Context(), tenantOf(r), id)
-	if err != nil {
+	// The database cancels the endpoint's pending deliveries and records their workflows as to
+	// be canceled; the dispatcher cancels them in Temporal, retrying until it can.
+	if _, err := s.db.DeleteEndpoint(r.Context(), tenantOf(r), id); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	s.cancelWorkflows(requestLogger(r), canceled)
 	w.WriteHeader(http.StatusNoContent)
 }
 

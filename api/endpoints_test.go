@@ -11,6 +11,7 @@ import (
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/api"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
 
 const endpoints = "/api/v1/webhooks/endpoints"
@@ -199,12 +200,19 @@ func TestEndpointGetUpdateDeleteRotate(t *testing.T) {
 	}
 }
 
+// storedSecret reads an endpoint's signing secret from its row, unsealing it with the test key.
 func storedSecret(t *testing.T, db *postgres.DB, id string) string {
-	var s string
-	if err := db.Pool().QueryRow(context.Background(), `SELECT secret FROM webhook_endpoints WHERE id = $1`, id).Scan(&s); err != nil {
+	var keyID string
+	var sealed []byte
+	if err := db.Pool().QueryRow(context.Background(), `SELECT secret_key_id, secret_sealed FROM webhook_endpoints WHERE id = $1`, id).
+		Scan(&keyID, &sealed); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	s, err := pgtest.SecretBox(t).Open(keyID, sealed, []byte(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(s)
 }
 
 // Test keys never see live endpoints and the other way round; another account's endpoint is 404

@@ -77,15 +77,15 @@ func (e *env) newAccount() account {
 	test, live := auth.NewAPIKey(bgcheck.ModeTest), auth.NewAPIKey(bgcheck.ModeLive)
 	acct, _, err := e.db.Bootstrap(context.Background(), "Acme",
 		postgres.NewUser{Email: bgcheck.NewID("u") + "@example.com", Role: bgcheck.RoleAdmin},
-		[]postgres.NewAPIKey{keyRecord(test, bgcheck.ModeTest), keyRecord(live, bgcheck.ModeLive)})
+		[]bgcheck.NewAPIKey{keyRecord(test, bgcheck.ModeTest), keyRecord(live, bgcheck.ModeLive)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return account{ID: acct.ID, TestKey: test.Raw, LiveKey: live.Raw}
 }
 
-func keyRecord(g auth.GeneratedKey, mode bgcheck.Mode) postgres.NewAPIKey {
-	return postgres.NewAPIKey{Mode: mode, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4}
+func keyRecord(g auth.GeneratedKey, mode bgcheck.Mode) bgcheck.NewAPIKey {
+	return bgcheck.NewAPIKey{Mode: mode, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4}
 }
 
 // keyOpts restricts a key issued by newKey.

@@ -13,6 +13,7 @@ import (
 	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/ratelimit/limiter"
 )
 
 // TestMetricsCountRealRequests drives the API the way a client does and reads GET /metrics as
@@ -24,7 +25,7 @@ func TestMetricsCountRealRequests(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.NewAPI(reg)
 	reg.MustRegister(metrics.NewUndispatched(db.CountUndispatched, 2*time.Second))
-	limits, err := ratelimit.New(ratelimit.Limits{Auth: ratelimit.Rule{Limit: 1, Window: time.Hour}}, ratelimit.Options{})
+	limits, err := limiter.New(ratelimit.Limits{Auth: ratelimit.Rule{Limit: 1, Window: time.Hour}}, limiter.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

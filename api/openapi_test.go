@@ -21,6 +21,7 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/ratelimit/limiter"
 )
 
 // The tests in this file hold api/openapi.json to the router: every route is documented and every
@@ -406,7 +407,7 @@ type openAPIKeys struct {
 // add stores a test-mode key with the given scopes and returns the raw key.
 func (k openAPIKeys) add(scopes []string) string {
 	g := auth.NewAPIKey(bgcheck.ModeTest)
-	if _, err := k.db.CreateAPIKey(context.Background(), postgres.NewAPIKey{
+	if _, err := k.db.CreateAPIKey(context.Background(), bgcheck.NewAPIKey{
 		AccountID: k.accountID, Mode: bgcheck.ModeTest, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4, Scopes: scopes,
 	}); err != nil {
 		k.t.Fatal(err)
@@ -457,11 +458,11 @@ func TestOpenAPISecurityMatchesRouter(t *testing.T) {
 	users := openAPIUsers{t: t, srv: srv, accountID: acct.ID}
 	// Limits that tell the classes apart by X-RateLimit-Limit, and never run out here.
 	limitOf := map[string]string{"auth": "100001", "consumer": "100002", "platform": "100003"}
-	limits, err := ratelimit.New(ratelimit.Limits{
+	limits, err := limiter.New(ratelimit.Limits{
 		Auth:     ratelimit.Rule{Limit: 100001, Window: time.Hour},
 		Consumer: ratelimit.Rule{Limit: 100002, Window: time.Hour},
 		Platform: ratelimit.Rule{Limit: 100003, Window: time.Hour},
-	}, ratelimit.Options{})
+	}, limiter.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -83,12 +84,15 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if user == nil || hash == "" {
-		_ = auth.CheckPassword(dummyPasswordHash, *req.Password)
-		writeError(w, r, errInvalidCredentials)
-		return
+	known := user != nil && hash != ""
+	if !known {
+		hash = dummyPasswordHash // the same work as for a real user, so the answer takes as long
 	}
-	if auth.CheckPassword(hash, *req.Password) != nil {
+	switch err := s.passwords.Check(r.Context(), hash, *req.Password); {
+	case bgcheck.ErrorCode(err) == bgcheck.CodeUnavailable || errors.Is(err, context.DeadlineExceeded):
+		writeError(w, r, err) // busy or out of time: retry, not "wrong password"
+		return
+	case err != nil || !known:
 		writeError(w, r, errInvalidCredentials)
 		return
 	}
@@ -125,7 +129,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	hash, err := auth.HashPassword(*req.Password)
+	hash, err := s.passwords.Hash(r.Context(), *req.Password)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -140,21 +144,29 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 
 // startSession opens a sign-in for user and answers with its first token pair.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, user *bgcheck.User, status int) {
+	pair, err := s.newSession(r.Context(), user)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, pair)
+}
+
+// newSession records a new sign-in of user and returns its first token pair.
+func (s *Server) newSession(ctx context.Context, user *bgcheck.User) (tokenPair, error) {
 	sub := auth.Subject{UserID: user.ID, Role: user.Role, SessionID: bgcheck.NewID(prefixSession)}
 	if user.AccountID != nil {
 		sub.AccountID = *user.AccountID
 	}
 	pair, refresh, err := s.issuePair(sub)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return tokenPair{}, err
 	}
-	if err := s.db.StartSession(r.Context(), sub.SessionID, user.ID, refresh.ID, refresh.ExpiresAt); err != nil {
-		writeError(w, r, err)
-		return
+	if err := s.db.StartSession(ctx, sub.SessionID, user.ID, refresh.ID, refresh.ExpiresAt); err != nil {
+		return tokenPair{}, err
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, pair)
+	return pair, nil
 }
 
 func (s *Server) issuePair(sub auth.Subject) (tokenPair, auth.Issued, error) {
@@ -189,6 +201,10 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	claims, err := s.tokens.Parse(*req.RefreshToken, auth.RefreshToken)
+	if err == nil {
+		// The new pair names the session's user with the account and role they have now.
+		claims, err = s.sessions.Authorize(r.Context(), claims)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -290,22 +306,32 @@ func (s *Server) sendMagicLink(ctx context.Context, email string, log *slog.Logg
 	}
 }
 
-type magicLinkVerify struct {
+// tokenRequest is the body of the routes that trade an e-mailed link's token for a sign-in.
+type tokenRequest struct {
 	Token *string `json:"token"`
 }
 
-func (s *Server) handleMagicLinkVerify(w http.ResponseWriter, r *http.Request) {
-	var req magicLinkVerify
+// decodeTokenHash reads a tokenRequest and returns the SHA-256 of its token: links' tokens are
+// stored only as hashes.
+func decodeTokenHash(r *http.Request) ([]byte, error) {
+	var req tokenRequest
 	if err := decodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Token == nil || *req.Token == "" {
+		return nil, bgcheck.ValidationError(bgcheck.FieldError{Field: "token", Message: "is required"})
+	}
+	hash := sha256.Sum256([]byte(*req.Token))
+	return hash[:], nil
+}
+
+func (s *Server) handleMagicLinkVerify(w http.ResponseWriter, r *http.Request) {
+	hash, err := decodeTokenHash(r)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if req.Token == nil || *req.Token == "" {
-		writeError(w, r, bgcheck.ValidationError(bgcheck.FieldError{Field: "token", Message: "is required"}))
-		return
-	}
-	hash := sha256.Sum256([]byte(*req.Token))
-	user, err := s.db.UseMagicLink(r.Context(), hash[:])
+	user, err := s.db.UseMagicLink(r.Context(), hash)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -72,13 +72,20 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 	}
 }
 
-func newPortalEnv(t *testing.T) (*env, *mailbox) {
+// newPortalEnv starts a server that signs tokens with signingKey and mails into a mailbox;
+// opts, when given, sets the other options.
+func newPortalEnv(t *testing.T, opts ...api.Options) (*env, *mailbox) {
 	tokens, err := auth.NewTokens(signingKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	box := &mailbox{links: map[string][]string{}}
-	return newEnv(t, api.Options{Tokens: tokens, Mailer: box, PortalURL: "https://portal.example.com"}), box
+	var o api.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Tokens, o.Mailer, o.PortalURL = tokens, box, "https://portal.example.com"
+	return newEnv(t, o), box
 }
 
 // bearer sends a request with an access token.
@@ -333,5 +340,75 @@ func TestMagicLinkWorksOnceUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 1 || refused.Load() != 19 {
 		t.Fatalf("%d verifies succeeded and %d were refused; want 1 and 19", ok.Load(), refused.Load())
+	}
+}
+
+// A token proves only that we signed it once: the session it names must be its subject's, and
+// the account and role come from the database, not from the token's claims.
+func TestBearerIsBoundToTheSessionsUserAndCurrentRole(t *testing.T) {
+	e, _ := newPortalEnv(t)
+	a := e.newAccount()
+	admin := e.user(a.ID, "admin@acme.test", bgcheck.RoleAdmin, "correct horse battery")
+	e.user("", "jane@example.com", bgcheck.RoleConsumer, "a long password")
+	consumer := e.login("jane@example.com", "a long password")
+	var consumerClaims auth.Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(consumer.AccessToken, &consumerClaims); err != nil {
+		t.Fatal(err)
+	}
+	forge := func(sub, acct, role string) string {
+		now := time.Now()
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"iss": "bgcheck", "aud": []string{"bgcheck-portal"},
+			"sub": sub, "acct": acct, "role": role, "typ": "access", "sid": consumerClaims.Session, "jti": "forged",
+			"iat": now.Unix(), "exp": now.Add(time.Minute).Unix()})
+		tok.Header["kid"] = auth.KeyID(signingKey)
+		s, err := tok.SignedString(signingKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The consumer's live session under the admin's name: refused.
+	wantProblem(t, e.bearer("GET", "/api/v1/admin/overview", forge(admin.ID, a.ID, "admin"), nil), 401, bgcheck.CodeInvalidToken)
+	// The consumer's own name with an admin role and account claimed: the database says consumer.
+	wantProblem(t, e.bearer("GET", "/api/v1/admin/overview", forge(consumerClaims.Subject, a.ID, "admin"), nil), 403, bgcheck.CodeForbidden)
+
+	// A role taken away in the database stops working within a second, without a new token.
+	pair := e.login("admin@acme.test", "correct horse battery")
+	if r := e.bearer("GET", "/api/v1/admin/overview", pair.AccessToken, nil); r.Status != 200 {
+		t.Fatalf("admin overview: %d %s", r.Status, r.Body)
+	}
+	if _, err := e.db.Pool().Exec(context.Background(), `UPDATE users SET role = 'consumer', account_id = NULL WHERE id = $1`, admin.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, time.Second, "demotion takes effect", func() bool {
+		return e.bearer("GET", "/api/v1/admin/overview", pair.AccessToken, nil).Status == 403
+	})
+	// A refresh issues tokens with the role the user has now.
+	fresh := decode[pairJSON](t, e.do("POST", "/api/v1/auth/refresh", "", map[string]any{"refresh_token": pair.RefreshToken}), 200)
+	var freshClaims auth.Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(fresh.AccessToken, &freshClaims); err != nil {
+		t.Fatal(err)
+	}
+	if freshClaims.Role != bgcheck.RoleConsumer || freshClaims.Account != "" {
+		t.Fatalf("refreshed claims role %q account %q", freshClaims.Role, freshClaims.Account)
+	}
+}
+
+// Every 401 names the scheme to authenticate with, sign-in failures included.
+func TestEvery401CarriesWWWAuthenticate(t *testing.T) {
+	e, _ := newPortalEnv(t)
+	for _, r := range []*response{
+		e.do("POST", "/api/v1/auth/login", "", map[string]any{"email": "nobody@acme.test", "password": "wrong password"}),
+		e.do("POST", "/api/v1/auth/magic-link/verify", "", map[string]any{"token": "no-such-link-token-0123456789"}),
+		e.do("POST", "/api/v1/auth/refresh", "", map[string]any{"refresh_token": "not.a.jwt"}),
+		e.do("GET", "/api/v1/webhooks/endpoints", "", nil),
+		e.do("GET", "/api/v1/me", "", nil),
+	} {
+		if r.Status != http.StatusUnauthorized {
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+		if r.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate: %s", r.Body)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,28 +14,35 @@ const codeMethodNotAllowed bgcheck.Code = "method_not_allowed"
 
 // statusOf is the one table from error codes to HTTP statuses (API.md §1).
 var statusOf = map[bgcheck.Code]int{
-	bgcheck.CodeMalformedJSON:      http.StatusBadRequest,
-	bgcheck.CodeBodyTooLarge:       http.StatusRequestEntityTooLarge,
-	bgcheck.CodeValidationFailed:   http.StatusUnprocessableEntity,
-	bgcheck.CodeMissingAPIKey:      http.StatusUnauthorized,
-	bgcheck.CodeInvalidAPIKey:      http.StatusUnauthorized,
-	bgcheck.CodeAPIKeyExpired:      http.StatusUnauthorized,
-	bgcheck.CodeIPNotAllowed:       http.StatusForbidden,
-	bgcheck.CodeInsufficientScope:  http.StatusForbidden,
-	bgcheck.CodeMissingToken:       http.StatusUnauthorized,
-	bgcheck.CodeInvalidToken:       http.StatusUnauthorized,
-	bgcheck.CodeTokenExpired:       http.StatusUnauthorized,
-	bgcheck.CodeForbidden:          http.StatusForbidden,
-	bgcheck.CodeInvalidCredentials: http.StatusUnauthorized,
-	bgcheck.CodeRefreshTokenReused: http.StatusUnauthorized,
-	bgcheck.CodeInvalidMagicLink:   http.StatusUnauthorized,
-	bgcheck.CodeTestModeOnly:       http.StatusForbidden,
-	bgcheck.CodeNotFound:           http.StatusNotFound,
-	bgcheck.CodeEmailTaken:         http.StatusConflict,
-	bgcheck.CodeDeliveryInProgress: http.StatusConflict,
-	bgcheck.CodeRateLimited:        http.StatusTooManyRequests,
-	bgcheck.CodeInternal:           http.StatusInternalServerError,
-	codeMethodNotAllowed:           http.StatusMethodNotAllowed,
+	bgcheck.CodeMalformedJSON:       http.StatusBadRequest,
+	bgcheck.CodeBodyTooLarge:        http.StatusRequestEntityTooLarge,
+	bgcheck.CodeValidationFailed:    http.StatusUnprocessableEntity,
+	bgcheck.CodeMissingAPIKey:       http.StatusUnauthorized,
+	bgcheck.CodeInvalidAPIKey:       http.StatusUnauthorized,
+	bgcheck.CodeAPIKeyExpired:       http.StatusUnauthorized,
+	bgcheck.CodeIPNotAllowed:        http.StatusForbidden,
+	bgcheck.CodeInsufficientScope:   http.StatusForbidden,
+	bgcheck.CodeMissingToken:        http.StatusUnauthorized,
+	bgcheck.CodeInvalidToken:        http.StatusUnauthorized,
+	bgcheck.CodeTokenExpired:        http.StatusUnauthorized,
+	bgcheck.CodeForbidden:           http.StatusForbidden,
+	bgcheck.CodeInvalidCredentials:  http.StatusUnauthorized,
+	bgcheck.CodeRefreshTokenReused:  http.StatusUnauthorized,
+	bgcheck.CodeInvalidMagicLink:    http.StatusUnauthorized,
+	bgcheck.CodeTestModeOnly:        http.StatusForbidden,
+	bgcheck.CodeNotFound:            http.StatusNotFound,
+	bgcheck.CodeEmailTaken:          http.StatusConflict,
+	bgcheck.CodeDeliveryInProgress:  http.StatusConflict,
+	bgcheck.CodeRateLimited:         http.StatusTooManyRequests,
+	bgcheck.CodeUnavailable:         http.StatusServiceUnavailable,
+	bgcheck.CodeNoProvider:          http.StatusUnprocessableEntity,
+	bgcheck.CodeCheckFinished:       http.StatusConflict,
+	bgcheck.CodeInvalidInvitation:   http.StatusUnauthorized,
+	bgcheck.CodeCheckNotAdverse:     http.StatusConflict,
+	bgcheck.CodeAdverseActionOpen:   http.StatusConflict,
+	bgcheck.CodeAdverseActionClosed: http.StatusConflict,
+	bgcheck.CodeInternal:            http.StatusInternalServerError,
+	codeMethodNotAllowed:            http.StatusMethodNotAllowed,
 }
 
 // problem is the RFC 9457 body of every error answer.
@@ -52,13 +60,20 @@ type problem struct {
 // internal: they are logged with the request id and the caller learns only that id.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *bgcheck.Error
-	if !errors.As(err, &e) {
+	if !errors.As(err, &e) && errors.Is(err, context.DeadlineExceeded) {
+		requestLogger(r).Warn("request deadline exceeded", "err", err)
+		e = errRequestTimedOut
+	}
+	if e == nil {
 		requestLogger(r).Error("internal error", "err", err)
 		e = &bgcheck.Error{Code: bgcheck.CodeInternal, Detail: "an unexpected error occurred; quote the request id when reporting it"}
 	}
 	status, ok := statusOf[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError
+	}
+	if e.Code == bgcheck.CodeUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
 	}
 	switch e.Code {
 	case bgcheck.CodeMissingAPIKey, bgcheck.CodeInvalidAPIKey, bgcheck.CodeAPIKeyExpired:
@@ -67,6 +82,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="bgcheck"`)
 	case bgcheck.CodeInvalidToken, bgcheck.CodeTokenExpired, bgcheck.CodeRefreshTokenReused:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="bgcheck", error="invalid_token"`)
+	}
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		// Every 401 names a scheme (RFC 9110 §11.6.1): the portal's for sign-in failures.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="bgcheck"`)
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -81,6 +100,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Errors:    e.Fields,
 	})
 }
+
+var errRequestTimedOut = &bgcheck.Error{Code: bgcheck.CodeUnavailable,
+	Detail: "the request could not be completed in time; retry it"}
 
 // writeJSON answers with v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {

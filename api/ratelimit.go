@@ -10,12 +10,11 @@ import (
 	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
-// The headers of API.md §7, in the canonical form net/http keeps them in (so setting them costs
-// no canonicalisation).
-const (
-	headerRateLimit     = "X-Ratelimit-Limit"     // X-RateLimit-Limit: the window's budget
-	headerRateRemaining = "X-Ratelimit-Remaining" // X-RateLimit-Remaining: what is left of it
-	headerRateReset     = "X-Ratelimit-Reset"     // X-RateLimit-Reset: Unix seconds when the window ends
+// The headers of API.md §7, canonicalized once here rather than by every Header.Set.
+var (
+	headerRateLimit     = http.CanonicalHeaderKey("X-RateLimit-Limit")     // the window's budget
+	headerRateRemaining = http.CanonicalHeaderKey("X-RateLimit-Remaining") // what is left of it
+	headerRateReset     = http.CanonicalHeaderKey("X-RateLimit-Reset")     // Unix seconds when the window ends
 	headerRetryAfter    = "Retry-After"
 )
 
@@ -77,19 +76,16 @@ func (s *Server) takeRate(w http.ResponseWriter, r *http.Request, c ratelimit.Cl
 		return true
 	}
 	h := w.Header()
-	v := []string{ // one allocation for the three values
-		strconv.FormatUint(d.Limit, 10),
-		strconv.FormatUint(d.Remaining, 10),
-		strconv.FormatInt(ceilSeconds(d.Reset.UnixNano()), 10),
-	}
-	h[headerRateLimit], h[headerRateRemaining], h[headerRateReset] = v[0:1:1], v[1:2:2], v[2:3:3]
+	h.Set(headerRateLimit, strconv.FormatUint(d.Limit, 10))
+	h.Set(headerRateRemaining, strconv.FormatUint(d.Remaining, 10))
+	h.Set(headerRateReset, strconv.FormatInt(ceilSeconds(d.Reset.UnixNano()), 10))
 	if d.Allowed {
 		return true
 	}
 	// Whole seconds, rounded up so that a client that waits this long finds the window over;
 	// now + Retry-After and X-RateLimit-Reset are both within a second after the window's end.
 	retry := max(1, ceilSeconds(int64(time.Until(d.Reset))))
-	h[headerRetryAfter] = []string{strconv.FormatInt(retry, 10)}
+	h.Set(headerRetryAfter, strconv.FormatInt(retry, 10))
 	s.metrics.RateLimited(c.String())
 	writeError(w, r, bgcheck.Errorf(bgcheck.CodeRateLimited, "too many requests: the limit is %d per %s for %s; retry in %d s",
 		d.Limit, ratelimit.FormatWindow(rule.Window), b.whose(), retry))

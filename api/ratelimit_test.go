@@ -18,6 +18,7 @@ import (
 	"github.com/bgcheck/bgcheck/api"
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/ratelimit/limiter"
 	"github.com/bgcheck/bgcheck/ratelimit/redistest"
 )
 
@@ -27,9 +28,9 @@ import (
 
 // newLimiter returns a limiter of limits counting in store ("memory" or "redis"; in Redis under a
 // key prefix of the test's own).
-func newLimiter(t *testing.T, limits ratelimit.Limits, store string, log *slog.Logger) *ratelimit.Limiter {
+func newLimiter(t *testing.T, limits ratelimit.Limits, store string, log *slog.Logger) *limiter.Limiter {
 	t.Helper()
-	o := ratelimit.Options{Logger: log}
+	o := limiter.Options{Logger: log}
 	if store == "redis" {
 		o.RedisURL = redistest.URL(t)
 		o.RedisTimeout = exactCountRedisTimeout
@@ -38,7 +39,7 @@ func newLimiter(t *testing.T, limits ratelimit.Limits, store string, log *slog.L
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
-	l, err := ratelimit.New(limits, o)
+	l, err := limiter.New(limits, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestConsumerHeadersOnEveryAnswer(t *testing.T) {
 // The sign-in routes count per client address, whatever the answer.
 func TestAuthHeadersOnEveryAnswer(t *testing.T) {
 	eachStore(t, func(t *testing.T, store string) {
-		rule := ratelimit.Rule{Limit: 6, Window: time.Minute}
+		rule := ratelimit.Rule{Limit: 7, Window: time.Minute}
 		tokens, err := auth.NewTokens(signingKey)
 		if err != nil {
 			t.Fatal(err)
@@ -240,6 +241,7 @@ func TestAuthHeadersOnEveryAnswer(t *testing.T) {
 		addr.spend(e.do("POST", "/api/v1/auth/refresh", "", map[string]any{"refresh_token": pair.RefreshToken}), 200)
 		addr.spend(e.do("POST", "/api/v1/auth/magic-link/verify", "", "{"), 400)
 		addr.spend(e.do("POST", "/api/v1/auth/magic-link/request", "", map[string]any{"email": "dana@example.com"}), 202)
+		addr.spend(e.do("GET", "/api/v1/auth/login", "", nil), 405) // a wrong method costs the same
 		addr.spend(e.do("POST", "/api/v1/auth/login", "", map[string]any{"email": "dana@example.com", "password": "correct horse battery"}), 429)
 		// Bearer routes are not the auth class: logout and /me are unaffected (and here unlimited).
 		r := e.bearer("GET", "/api/v1/me", pair.AccessToken, nil)
@@ -320,11 +322,11 @@ func TestExactlyTheLimitOfConcurrentRequestsPass(t *testing.T) {
 // Two API instances counting in one Redis allow the limit between them, not each.
 func TestInstancesSharingRedisAllowTheLimitTogether(t *testing.T) {
 	u := redistest.URL(t)
-	o := ratelimit.Options{RedisURL: u, Prefix: redistest.Prefix(t, u), Logger: slog.New(slog.DiscardHandler),
+	o := limiter.Options{RedisURL: u, Prefix: redistest.Prefix(t, u), Logger: slog.New(slog.DiscardHandler),
 		RedisTimeout: exactCountRedisTimeout}
 	rule := ratelimit.Rule{Limit: 50, Window: time.Minute}
-	instance := func() *ratelimit.Limiter {
-		l, err := ratelimit.New(ratelimit.Limits{Platform: rule}, o)
+	instance := func() *limiter.Limiter {
+		l, err := limiter.New(ratelimit.Limits{Platform: rule}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -388,13 +390,27 @@ func TestForwardedAddressesCountOnlyFromTrustedProxies(t *testing.T) {
 		first.spend(request(trusted, map[string]string{"X-Forwarded-For": "198.51.100.1"}), 202)
 	}
 	first.spend(request(trusted, map[string]string{"X-Forwarded-For": "203.0.113.9, 198.51.100.1"}), 429)
-	first.spend(request(trusted, map[string]string{"Forwarded": `for=198.51.100.1;proto=https`}), 429)
 	(&budget{t: t, name: "198.51.100.2", rule: rule}).spend(request(trusted, map[string]string{"X-Forwarded-For": "198.51.100.1, 198.51.100.2"}), 202)
+	// Only the configured header (X-Forwarded-For by default) is read: a Forwarded header the
+	// proxy passed through from the client neither chooses the client's address nor, when it
+	// disagrees, sends everybody behind the proxy to the proxy's own budget.
+	seventh := &budget{t: t, name: "198.51.100.7", rule: rule}
+	seventh.spend(request(trusted, map[string]string{"X-Forwarded-For": "198.51.100.7", "Forwarded": "for=198.51.100.8"}), 202)
+	seventh.spend(request(trusted, map[string]string{"X-Forwarded-For": "198.51.100.7", "Forwarded": "for=198.51.100.1"}), 202)
+	proxy := &budget{t: t, name: "proxy", rule: rule}
+	proxy.spend(request(trusted, map[string]string{"Forwarded": `for=198.51.100.1;proto=https`}), 202)
+
+	// Behind a proxy that writes Forwarded (BGCHECK_TRUSTED_PROXY_HEADER=Forwarded), that header
+	// is read and X-Forwarded-For is not.
+	forwarded := newEnv(t, api.Options{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, ProxyHeader: api.ProxyHeaderForwarded,
+		RateLimits: newLimiter(t, ratelimit.Limits{Auth: rule}, "memory", nil),
+	})
 	v6 := &budget{t: t, name: "2001:db8::/64", rule: rule}
-	v6.spend(request(trusted, map[string]string{"Forwarded": `for="[2001:db8::1]:4711"`}), 202)
-	v6.spend(request(trusted, map[string]string{"Forwarded": `for="[2001:db8::2]"`}), 202) // the same /64
-	// Headers that disagree are not believed: the proxy itself pays.
-	(&budget{t: t, name: "proxy", rule: rule}).spend(request(trusted, map[string]string{"X-Forwarded-For": "198.51.100.7", "Forwarded": "for=198.51.100.8"}), 202)
+	v6.spend(request(forwarded, map[string]string{"Forwarded": `for="[2001:db8::1]:4711"`}), 202)
+	v6.spend(request(forwarded, map[string]string{"Forwarded": `for="[2001:db8::2]"`}), 202) // the same /64
+	v6.spend(request(forwarded, map[string]string{"Forwarded": `for="[2001:db8::3]"`, "X-Forwarded-For": "198.51.100.9"}), 202)
+	v6.spend(request(forwarded, map[string]string{"Forwarded": `for="[2001:db8::4]"`}), 429)
 }
 
 // With Redis unreachable, the API still answers, still limits (on this instance's own counters),
@@ -407,7 +423,7 @@ func TestUnreachableRedisLimitsPerInstance(t *testing.T) {
 	ln.Close() // nothing answers there
 	var logs syncBuffer
 	rule := ratelimit.Rule{Limit: 3, Window: time.Minute}
-	l, err := ratelimit.New(ratelimit.Limits{Platform: rule}, ratelimit.Options{
+	l, err := limiter.New(ratelimit.Limits{Platform: rule}, limiter.Options{
 		RedisURL: "redis://" + ln.Addr().String() + "/0", RetryInterval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})

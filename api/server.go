@@ -6,7 +6,6 @@ package api
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/bgcheck/bgcheck"
@@ -25,7 +23,7 @@ import (
 	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/ratelimit"
-	"github.com/bgcheck/bgcheck/workflows"
+	"github.com/bgcheck/bgcheck/ratelimit/limiter"
 )
 
 // Options are the settings of the HTTP layer.
@@ -35,13 +33,20 @@ type Options struct {
 	AllowPrivateWebhookURLs bool
 	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded headers are believed.
 	TrustedProxies []netip.Prefix
+	// ProxyHeader is the header the trusted proxies write the client's address into:
+	// ProxyHeaderXFF (the default) or ProxyHeaderForwarded (BGCHECK_TRUSTED_PROXY_HEADER).
+	ProxyHeader string
 	// RateLimits counts requests against the limits of API.md §7 and sets the X-RateLimit-*
 	// headers. nil means no limits at all, which suits tests that are not about limits;
 	// apiserver always sets it (from BGCHECK_RATE_LIMIT_*, in memory or in Redis).
-	RateLimits *ratelimit.Limiter
+	RateLimits *limiter.Limiter
 	Logger     *slog.Logger
 	// Temporal, when set, is checked by /readyz beside the database.
 	Temporal client.Client
+	// Workflows answers whether a delivery's workflow still runs (package dispatcher, which owns
+	// the workflows); with it, a pending delivery whose workflow has ended can be redelivered.
+	// nil treats every pending delivery as in progress.
+	Workflows DeliveryWorkflows
 	// Tokens signs and checks portal JWTs; nil makes a random key (tokens then die with the
 	// process: fine for tests, wrong for production, where BGCHECK_JWT_SIGNING_KEY is set).
 	Tokens *auth.Tokens
@@ -56,7 +61,30 @@ type Options struct {
 	// TemporalUIURL is the Temporal Web UI the dashboard links delivery workflows to
 	// (BGCHECK_TEMPORAL_UI_URL); "" means config.DefaultTemporalUIURL.
 	TemporalUIURL string
+	// TemporalNamespace is the namespace of the delivery workflows, for the dashboard's links
+	// (TEMPORAL_NAMESPACE); "" means config.DefaultTemporalNamespace.
+	TemporalNamespace string
+	// RequestTimeout bounds every request's work, database calls included: past it the caller
+	// gets 503 and the work is abandoned. 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// PasswordSlots bounds concurrent argon2id work (login, register); 0 means
+	// auth.DefaultPasswordSlots. Past it a sign-in waits a moment, then gets 503.
+	PasswordSlots int
 }
+
+// The headers a trusted proxy may name the client in.
+const (
+	ProxyHeaderXFF       = "X-Forwarded-For"
+	ProxyHeaderForwarded = "Forwarded"
+)
+
+// DeliveryWorkflows is what the API asks about delivery workflows: never Temporal directly.
+type DeliveryWorkflows interface {
+	WorkflowRunning(ctx context.Context, deliveryID string, series int) (bool, error)
+}
+
+// DefaultRequestTimeout is under the server's 30 s write timeout, so the caller hears why.
+const DefaultRequestTimeout = 20 * time.Second
 
 // Server holds the HTTP layer's dependencies.
 type Server struct {
@@ -67,6 +95,7 @@ type Server struct {
 
 	tokens       *auth.Tokens
 	sessions     *auth.SessionChecker
+	passwords    *auth.PasswordSlots
 	metrics      *metrics.API
 	serveMetrics http.Handler
 	background   sync.WaitGroup // magic-link mails in flight
@@ -90,6 +119,9 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 	if opts.PortalURL == "" {
 		opts.PortalURL = config.DefaultPortalURL
 	}
+	if opts.TemporalNamespace == "" {
+		opts.TemporalNamespace = config.DefaultTemporalNamespace
+	}
 	if opts.TemporalUIURL == "" {
 		opts.TemporalUIURL = config.DefaultTemporalUIURL
 	}
@@ -100,6 +132,7 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 		metrics: opts.Metrics, serveMetrics: metrics.Handler(opts.Gatherer, log)}
 	if db != nil {
 		s.sessions = auth.NewSessionChecker(db, 0)
+		s.passwords = auth.NewPasswordSlots(opts.PasswordSlots)
 	}
 	return s
 }
@@ -115,9 +148,7 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, bgcheck.Errorf(bgcheck.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, bgcheck.Errorf(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
-	})
+	r.MethodNotAllowed(handleMethodNotAllowed)
 
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
@@ -128,6 +159,9 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/openapi.json", handleOpenAPI)
 
 		r.Route("/auth", func(r chi.Router) {
+			// A wrong method on a sign-in route costs what the route costs: otherwise a 405
+			// would be a free probe, outside every budget.
+			r.MethodNotAllowed(s.limitByAddress(ratelimit.Auth)(http.HandlerFunc(handleMethodNotAllowed)).ServeHTTP)
 			r.Group(func(r chi.Router) {
 				r.Use(s.limitByAddress(ratelimit.Auth))
 				r.Post("/register", s.handleRegister)
@@ -135,11 +169,13 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/refresh", s.handleRefresh)
 				r.Post("/magic-link/request", s.handleMagicLinkRequest)
 				r.Post("/magic-link/verify", s.handleMagicLinkVerify)
+				r.Post("/invitation", s.handleInvitationAccept)
 			})
 			r.With(s.requireBearer).Post("/logout", s.handleLogout) // rate class consumer, as a bearer route
 		})
 		r.With(s.requireBearer).Get("/me", s.handleMe)
 		r.Route("/admin", s.adminRoutes)
+		r.Route("/consumer", s.consumerRoutes)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireAPIKey)
@@ -147,6 +183,9 @@ func (s *Server) Handler() http.Handler {
 			r.Route("/webhooks/deliveries/{deliveryID}", s.deliveryRoutes)
 			r.Route("/events", s.eventRoutes)
 			r.Route("/candidates", s.candidateRoutes)
+			r.With(requireScope(bgcheck.ScopeChecksRead)).Get("/packages", s.handlePackageList)
+			r.Route("/checks", s.checkRoutes)
+			r.Route("/adverse-actions", s.adverseActionRoutes)
 			if s.extraKeyRoutes != nil {
 				s.extraKeyRoutes(r)
 			}
@@ -200,6 +239,8 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Get("/deliveries/{deliveryID}", s.handleAdminDeliveryGet)
 	r.Get("/webhook-endpoints", s.handleAdminEndpoints)
 	r.Post("/deliveries/{deliveryID}/redeliver", s.handleAdminRedeliver)
+	r.Get("/checks", s.handleAdminChecks)
+	r.Get("/checks/{checkID}", s.handleAdminCheckGet)
 	r.Route("/api-keys", func(r chi.Router) {
 		r.Get("/", s.handleAPIKeyList)
 		r.Post("/", s.handleAPIKeyCreate)
@@ -245,22 +286,6 @@ func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(openAPIDocument)
 }
 
-// cancelWorkflows asks Temporal, in the background, to stop the workflows of deliveries the
-// database has just canceled, so they end now rather than at their next attempt. It is best
-// effort: a workflow that is not reached finds its delivery canceled at its next attempt.
-func (s *Server) cancelWorkflows(log *slog.Logger, canceled []postgres.CanceledDelivery) {
-	if s.opts.Temporal == nil || len(canceled) == 0 {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, d := range canceled {
-			err := s.opts.Temporal.CancelWorkflow(ctx, workflows.WorkflowID(d.ID, d.Series), "")
-			var notFound *serviceerror.NotFound
-			if err != nil && !errors.As(err, &notFound) {
-				log.Warn("cancel delivery workflow; it stops at its next attempt instead", "delivery_id", d.ID, "err", err)
-			}
-		}
-	}()
+func handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, bgcheck.Errorf(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 }

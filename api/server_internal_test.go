@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/ratelimit/limiter"
 	"github.com/bgcheck/bgcheck/ratelimit/redistest"
 )
 
@@ -31,7 +33,7 @@ func newInternalServer(t testing.TB, log *slog.Logger) (*Server, string) {
 	g := auth.NewAPIKey(bgcheck.ModeTest)
 	_, _, err := db.Bootstrap(context.Background(), "Acme",
 		postgres.NewUser{Email: bgcheck.NewID("u") + "@example.com", Role: bgcheck.RoleAdmin},
-		[]postgres.NewAPIKey{{Mode: bgcheck.ModeTest, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4}})
+		[]bgcheck.NewAPIKey{{Mode: bgcheck.ModeTest, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,38 +109,43 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestClientAddressHonoursOnlyTrustedProxies(t *testing.T) {
-	s := New(nil, nil, Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}})
-	cases := []struct{ peer, xff, fwd, want string }{
-		{"203.0.113.7:5000", "198.51.100.1", "", "203.0.113.7"},                  // untrusted peer: header ignored
-		{"10.0.0.2:5000", "198.51.100.1", "", "198.51.100.1"},                    // trusted proxy
-		{"10.0.0.2:5000", "1.1.1.1, 198.51.100.1, 10.0.0.3", "", "198.51.100.1"}, // rightmost untrusted hop
-		{"10.0.0.2:5000", "", "", "10.0.0.2"},                                    // no header
-		{"10.0.0.2:5000", "10.0.0.3", "", "10.0.0.3"},                            // only proxies: the leftmost
-		{"10.0.0.2:5000", "garbage, 198.51.100.1", "", "198.51.100.1"},           // garbage left of the client
-		{"10.0.0.2:5000", "198.51.100.1, garbage", "", "10.0.0.2"},               // garbage: stop
-		{"[::ffff:203.0.113.7]:5000", "", "", "203.0.113.7"},                     // mapped peer
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	byXFF := New(nil, nil, Options{TrustedProxies: proxies})
+	byForwarded := New(nil, nil, Options{TrustedProxies: proxies, ProxyHeader: ProxyHeaderForwarded})
+	cases := []struct {
+		s                    *Server
+		peer, xff, fwd, want string
+	}{
+		{byXFF, "203.0.113.7:5000", "198.51.100.1", "", "203.0.113.7"},                  // untrusted peer: header ignored
+		{byXFF, "10.0.0.2:5000", "198.51.100.1", "", "198.51.100.1"},                    // trusted proxy
+		{byXFF, "10.0.0.2:5000", "1.1.1.1, 198.51.100.1, 10.0.0.3", "", "198.51.100.1"}, // rightmost untrusted hop
+		{byXFF, "10.0.0.2:5000", "", "", "10.0.0.2"},                                    // no header
+		{byXFF, "10.0.0.2:5000", "10.0.0.3", "", "10.0.0.3"},                            // only proxies: the leftmost
+		{byXFF, "10.0.0.2:5000", "garbage, 198.51.100.1", "", "198.51.100.1"},           // garbage left of the client
+		{byXFF, "10.0.0.2:5000", "198.51.100.1, garbage", "", "10.0.0.2"},               // garbage: stop
+		{byXFF, "[::ffff:203.0.113.7]:5000", "", "", "203.0.113.7"},                     // mapped peer
 
-		// RFC 7239 Forwarded, by the same rules.
-		{"203.0.113.7:5000", "", "for=198.51.100.1", "203.0.113.7"},
-		{"10.0.0.2:5000", "", "for=198.51.100.1", "198.51.100.1"},
-		{"10.0.0.2:5000", "", `for=198.51.100.1;proto=https;by=10.0.0.2`, "198.51.100.1"},
-		{"10.0.0.2:5000", "", `For="198.51.100.1:4711"`, "198.51.100.1"},
-		{"10.0.0.2:5000", "", `for="[2001:db8:cafe::17]:4711"`, "2001:db8:cafe::17"},
-		{"10.0.0.2:5000", "", `for="[2001:db8:cafe::17]"`, "2001:db8:cafe::17"},
-		{"[fd00::1]:5000", "", `for=198.51.100.1, for="[fd00::2]"`, "198.51.100.1"},
-		{"10.0.0.2:5000", "", "for=1.1.1.1, for=198.51.100.1, for=10.0.0.3", "198.51.100.1"},
-		{"10.0.0.2:5000", "", "for=198.51.100.1, for=unknown", "10.0.0.2"},           // unknown hop: stop
-		{"10.0.0.2:5000", "", "for=198.51.100.1, for=_hidden", "10.0.0.2"},           // obfuscated hop: stop
-		{"10.0.0.2:5000", "", "for=198.51.100.1, proto=https", "10.0.0.2"},           // a hop without for=: stop
-		{"10.0.0.2:5000", "", `for="2001:db8::1"`, "10.0.0.2"},                       // IPv6 must be bracketed
-		{"10.0.0.2:5000", "", `for="[2001:db8::1"`, "10.0.0.2"},                      // unclosed bracket
-		{"10.0.0.2:5000", "", `for="198.51.100.9, for=198.51.100.1`, "198.51.100.1"}, // a stray quote hides nothing
+		// RFC 7239 Forwarded, by the same rules, when it is the configured header.
+		{byForwarded, "203.0.113.7:5000", "", "for=198.51.100.1", "203.0.113.7"},
+		{byForwarded, "10.0.0.2:5000", "", "for=198.51.100.1", "198.51.100.1"},
+		{byForwarded, "10.0.0.2:5000", "", `for=198.51.100.1;proto=https;by=10.0.0.2`, "198.51.100.1"},
+		{byForwarded, "10.0.0.2:5000", "", `For="198.51.100.1:4711"`, "198.51.100.1"},
+		{byForwarded, "10.0.0.2:5000", "", `for="[2001:db8:cafe::17]:4711"`, "2001:db8:cafe::17"},
+		{byForwarded, "10.0.0.2:5000", "", `for="[2001:db8:cafe::17]"`, "2001:db8:cafe::17"},
+		{byForwarded, "[fd00::1]:5000", "", `for=198.51.100.1, for="[fd00::2]"`, "198.51.100.1"},
+		{byForwarded, "10.0.0.2:5000", "", "for=1.1.1.1, for=198.51.100.1, for=10.0.0.3", "198.51.100.1"},
+		{byForwarded, "10.0.0.2:5000", "", "for=198.51.100.1, for=unknown", "10.0.0.2"},           // unknown hop: stop
+		{byForwarded, "10.0.0.2:5000", "", "for=198.51.100.1, for=_hidden", "10.0.0.2"},           // obfuscated hop: stop
+		{byForwarded, "10.0.0.2:5000", "", "for=198.51.100.1, proto=https", "10.0.0.2"},           // a hop without for=: stop
+		{byForwarded, "10.0.0.2:5000", "", `for="2001:db8::1"`, "10.0.0.2"},                       // IPv6 must be bracketed
+		{byForwarded, "10.0.0.2:5000", "", `for="[2001:db8::1"`, "10.0.0.2"},                      // unclosed bracket
+		{byForwarded, "10.0.0.2:5000", "", `for="198.51.100.9, for=198.51.100.1`, "198.51.100.1"}, // a stray quote hides nothing
 
-		// Both headers: believed when they agree, else the peer (one of them came from the client).
-		{"10.0.0.2:5000", "198.51.100.1", "for=198.51.100.1", "198.51.100.1"},
-		{"10.0.0.2:5000", "198.51.100.1", "for=198.51.100.2", "10.0.0.2"},
-		{"10.0.0.2:5000", "10.0.0.5", "for=198.51.100.2", "198.51.100.2"}, // XFF names only proxies
-		{"10.0.0.2:5000", "198.51.100.1", "for=unknown", "198.51.100.1"},
+		// Only the configured header is read; the other one may come from the client.
+		{byXFF, "10.0.0.2:5000", "198.51.100.1", "for=198.51.100.2", "198.51.100.1"},
+		{byXFF, "10.0.0.2:5000", "", "for=198.51.100.2", "10.0.0.2"},
+		{byForwarded, "10.0.0.2:5000", "198.51.100.1", "for=198.51.100.2", "198.51.100.2"},
+		{byForwarded, "10.0.0.2:5000", "198.51.100.1", "", "10.0.0.2"},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -149,8 +156,8 @@ func TestClientAddressHonoursOnlyTrustedProxies(t *testing.T) {
 		if c.fwd != "" {
 			r.Header.Set("Forwarded", c.fwd)
 		}
-		if got := s.clientIP(r); got.String() != c.want {
-			t.Errorf("peer %s XFF %q Forwarded %q: got %s, want %s", c.peer, c.xff, c.fwd, got, c.want)
+		if got := c.s.clientIP(r); got.String() != c.want {
+			t.Errorf("peer %s XFF %q Forwarded %q (reading %s): got %s, want %s", c.peer, c.xff, c.fwd, cmp.Or(c.s.opts.ProxyHeader, ProxyHeaderXFF), got, c.want)
 		}
 	}
 
@@ -159,7 +166,7 @@ func TestClientAddressHonoursOnlyTrustedProxies(t *testing.T) {
 	r.RemoteAddr = "10.0.0.2:5000"
 	r.Header.Add("Forwarded", "for=198.51.100.1")
 	r.Header.Add("Forwarded", "for=198.51.100.2, for=10.0.0.9")
-	if got := s.clientIP(r); got.String() != "198.51.100.2" {
+	if got := byForwarded.clientIP(r); got.String() != "198.51.100.2" {
 		t.Errorf("two Forwarded lines: got %s", got)
 	}
 }
@@ -231,22 +238,22 @@ func BenchmarkAPIKeyRouting(b *testing.B) {
 	unlimited := ratelimit.Limits{Platform: ratelimit.Rule{Limit: 1 << 50, Window: time.Hour}}
 	b.Run("limits=off", func(b *testing.B) { benchmarkAPIKeyRouting(b, nil, http.StatusNoContent) })
 	b.Run("limits=memory", func(b *testing.B) {
-		benchmarkAPIKeyRouting(b, benchLimiter(b, unlimited, ratelimit.Options{}), http.StatusNoContent)
+		benchmarkAPIKeyRouting(b, benchLimiter(b, unlimited, limiter.Options{}), http.StatusNoContent)
 	})
 	b.Run("limits=redis", func(b *testing.B) {
 		u := redistest.URL(b)
-		benchmarkAPIKeyRouting(b, benchLimiter(b, unlimited, ratelimit.Options{RedisURL: u, Prefix: redistest.Prefix(b, u)}), http.StatusNoContent)
+		benchmarkAPIKeyRouting(b, benchLimiter(b, unlimited, limiter.Options{RedisURL: u, Prefix: redistest.Prefix(b, u)}), http.StatusNoContent)
 	})
 	// A spent budget: the 429 answer, problem body included.
 	spent := ratelimit.Limits{Platform: ratelimit.Rule{Limit: 1, Window: time.Hour}}
 	b.Run("limits=memory/refused", func(b *testing.B) {
-		benchmarkAPIKeyRouting(b, benchLimiter(b, spent, ratelimit.Options{}), http.StatusTooManyRequests)
+		benchmarkAPIKeyRouting(b, benchLimiter(b, spent, limiter.Options{}), http.StatusTooManyRequests)
 	})
 }
 
-func benchLimiter(b *testing.B, limits ratelimit.Limits, o ratelimit.Options) *ratelimit.Limiter {
+func benchLimiter(b *testing.B, limits ratelimit.Limits, o limiter.Options) *limiter.Limiter {
 	o.Logger = slog.New(slog.DiscardHandler)
-	l, err := ratelimit.New(limits, o)
+	l, err := limiter.New(limits, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -254,7 +261,7 @@ func benchLimiter(b *testing.B, limits ratelimit.Limits, o ratelimit.Options) *r
 	return l
 }
 
-func benchmarkAPIKeyRouting(b *testing.B, limits *ratelimit.Limiter, want int) {
+func benchmarkAPIKeyRouting(b *testing.B, limits *limiter.Limiter, want int) {
 	s, key := newInternalServer(b, slog.New(slog.DiscardHandler))
 	s.opts.RateLimits = limits
 	s.keys = auth.NewVerifier(s.db, 1<<62, slog.New(slog.DiscardHandler)) // the cache never expires here

@@ -22,7 +22,9 @@ import (
 	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/metrics"
 	"github.com/bgcheck/bgcheck/postgres"
-	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/ratelimit/limiter"
+	"github.com/bgcheck/bgcheck/retention"
+	"github.com/bgcheck/bgcheck/secretbox"
 )
 
 // Run listens on cfg.HTTPAddr and serves there as Serve does.
@@ -35,7 +37,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 }
 
 // Serve connects to cfg.DatabaseURL, applies pending migrations (so a fresh database is ready on
-// first run; several instances may start at once), and serves the API on ln until ctx is done,
+// first run; several instances may start at once) unless cfg.SkipMigrations, prunes old records
+// daily (package retention), and serves the API on ln until ctx is done,
 // then shuts down gracefully: requests in flight get 20 seconds, and the last record of API-key
 // use is written before the pool closes. ln is closed on return. Serve takes a listener so that a
 // caller can announce the address, or learn the port of ":0", before serving.
@@ -45,19 +48,27 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		ln.Close()
 		return fmt.Errorf("BGCHECK_SMTP_URL: %w", err)
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	secrets, err := secretbox.Parse(cfg.SecretsKeys())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("BGCHECK_SECRETS_KEY: %w", err)
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithSecrets(secrets))
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer db.Close()
-	applied, err := db.Migrate(ctx)
-	if err != nil {
+	if err := migrateOrCheck(ctx, db, cfg, log); err != nil {
 		ln.Close()
 		return err
 	}
-	if len(applied) > 0 {
-		log.Info("applied migrations", "versions", applied)
+	// Secrets stored before they were sealed (or by an older version) are sealed now.
+	if n, err := db.ResealSecrets(ctx, true); err != nil {
+		ln.Close()
+		return fmt.Errorf("seal stored webhook secrets: %w", err)
+	} else if n > 0 {
+		log.Info("sealed plaintext webhook secrets", "endpoints", n)
 	}
 
 	schedule, err := config.ParseSchedule(cfg.RetrySchedule)
@@ -72,7 +83,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	}
 	// Rate-limit counters: in memory, or in Redis when BGCHECK_REDIS_URL is set. An unreachable
 	// Redis does not stop the start: the limiter counts in memory until it answers.
-	limits, err := ratelimit.New(cfg.RateLimits, ratelimit.Options{
+	limits, err := limiter.New(cfg.RateLimits, limiter.Options{
 		RedisURL: cfg.RedisURL, Prefix: cfg.RedisPrefix, Logger: log.With("component", "ratelimit"),
 	})
 	if err != nil {
@@ -91,6 +102,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	registry := metrics.NewRegistry()
 	counters := metrics.NewAPI(registry)
 	registry.MustRegister(metrics.NewUndispatched(db.CountUndispatched, 2*time.Second))
+	registry.MustRegister(metrics.NewOldestPending(db.OldestPendingDelivery, 2*time.Second))
 
 	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
 	// dispatcher starts their workflows once it is back.
@@ -105,9 +117,25 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	defer tc.Close()
 	dispatchCtx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
 	dispatchDone := make(chan struct{})
+	deliveryWorkflows := dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule, Metrics: counters}, log.With("component", "dispatcher"))
 	go func() {
 		defer close(dispatchDone)
-		dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule, Metrics: counters}, log.With("component", "dispatcher")).Run(dispatchCtx)
+		deliveryWorkflows.Run(dispatchCtx)
+	}()
+	// Reconciliation with Temporal: every instance runs it; an advisory lock lets one work.
+	reconcileDone := make(chan struct{})
+	go func() {
+		defer close(reconcileDone)
+		dispatcher.NewReconciler(db, tc, log.With("component", "reconciler")).Run(dispatchCtx, time.Minute)
+	}()
+
+	// Retention: every instance runs it; the lock in Prune lets one at a time delete.
+	pruneCtx, stopPrune := context.WithCancel(context.WithoutCancel(ctx))
+	pruneDone := make(chan struct{})
+	go func() {
+		defer close(pruneDone)
+		policy := postgres.RetentionPolicy{Events: cfg.RetentionEvents}
+		retention.New(db, policy, log.With("component", "retention")).Run(pruneCtx, retention.DefaultInterval)
 	}()
 
 	keys := auth.NewVerifier(db, auth.DefaultKeyCacheTTL, log)
@@ -118,23 +146,20 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	handler := api.New(db, keys, api.Options{
 		AllowPrivateWebhookURLs: cfg.AllowPrivateWebhookURLs,
 		TrustedProxies:          cfg.TrustedProxies,
+		ProxyHeader:             cfg.TrustedProxyHeader,
 		RateLimits:              limits,
 		Logger:                  log,
 		Temporal:                tc,
+		Workflows:               deliveryWorkflows,
 		Tokens:                  tokens,
 		PortalURL:               cfg.PortalURL,
 		TemporalUIURL:           cfg.TemporalUIURL,
+		TemporalNamespace:       cfg.TemporalNamespace,
 		Mailer:                  mailer,
 		Metrics:                 counters,
 		Gatherer:                registry,
 	})
-	srv := &http.Server{
-		Handler:           handler.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	srv := newHTTPServer(handler.Handler())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("bgcheck-api listening", "addr", ln.Addr().String())
@@ -150,12 +175,40 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	handler.Wait() // magic-link mails in flight
 	stopFlush()
 	stopDispatch()
+	stopPrune() // a prune in progress stops between batches; what it deleted stays deleted
 	<-flushDone // the last record of key use is written before the pool closes
 	<-dispatchDone
+	<-reconcileDone
+	<-pruneDone
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// migrateOrCheck applies pending migrations, or, when cfg.SkipMigrations leaves that to
+// `bgcheckctl migrate`, refuses to serve on a schema older than this binary: its queries would
+// fail at the first request that meets a missing column or index, far from the cause.
+func migrateOrCheck(ctx context.Context, db *postgres.DB, cfg config.Config, log *slog.Logger) error {
+	if !cfg.SkipMigrations {
+		applied, err := db.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		if len(applied) > 0 {
+			log.Info("applied migrations", "versions", applied)
+		}
+		return nil
+	}
+	current, want, err := db.SchemaVersions(ctx)
+	if err != nil {
+		return err
+	}
+	if current < want {
+		return fmt.Errorf("the database schema is at version %d, this binary needs %d: run bgcheckctl migrate (BGCHECK_AUTO_MIGRATE is false)", current, want)
+	}
+	log.Info("migrations left to bgcheckctl migrate; the schema is current", "version", current)
+	return nil
 }
 
 // signingKeys builds the JWT issuer from BGCHECK_JWT_SIGNING_KEY (and BGCHECK_JWT_PREVIOUS_KEYS).
@@ -176,4 +229,17 @@ func signingKeys(cfg config.Config, log *slog.Logger) (*auth.Tokens, error) {
 	}
 	log.Info("signing portal tokens", "kid", auth.KeyID([]byte(cfg.JWTSigningKey)), "previous_keys", len(previous))
 	return t, nil
+}
+
+// newHTTPServer bounds every phase of a connection: a client that sends its headers or body
+// slowly, or reads the answer slowly, or idles, is cut off. The write timeout is longer than
+// api.DefaultRequestTimeout, so a request past its deadline still hears its 503.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bgcheck/bgcheck"
-	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/netguard"
 )
 
 // Bounds on what a key may carry, so a key record stays small enough to check on every request.
@@ -87,7 +87,7 @@ func IssueAPIKey(spec KeySpec, now time.Time) (IssuedKey, error) {
 		bad("allowed_ips", fmt.Sprintf("must list at most %d addresses or prefixes", MaxKeyAllowedIPs))
 	} else {
 		for _, a := range spec.AllowedIPs {
-			p, err := config.ParsePrefix(strings.TrimSpace(a))
+			p, err := netguard.ParsePrefix(strings.TrimSpace(a))
 			switch {
 			case err != nil:
 				bad("allowed_ips", err.Error())
@@ -104,4 +104,14 @@ func IssueAPIKey(spec KeySpec, now time.Time) (IssuedKey, error) {
 		GeneratedKey: NewAPIKey(spec.Mode),
 		Name:         spec.Name, Mode: spec.Mode, Scopes: scopes, AllowedIPs: allowed, ExpiresAt: expires,
 	}, nil
+}
+
+// Record is what storage keeps of the key for an account ("" for the CLI's bootstrap, which fills
+// it in): the hash and the rules, never the key. It is the one way the admin API and the operator
+// CLI turn an issued key into a row.
+func (k IssuedKey) Record(accountID string) bgcheck.NewAPIKey {
+	return bgcheck.NewAPIKey{
+		AccountID: accountID, Name: k.Name, Mode: k.Mode, Hash: k.Hash, Prefix: k.Prefix, Last4: k.Last4,
+		Scopes: k.Scopes, AllowedIPs: k.AllowedIPs, ExpiresAt: k.ExpiresAt,
+	}
 }

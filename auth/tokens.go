@@ -34,6 +34,11 @@ const (
 	TokenAudience = "bgcheck-portal"
 )
 
+// ClockLeeway is how far apart the clocks of the instance that issued a token and the one that
+// checks it may be: a token issued a moment "in the future" by a fast clock, or expired a
+// moment ago by a slow one, is still accepted.
+const ClockLeeway = 30 * time.Second
+
 // minKeyBytes is the least signing-key length accepted: HS256 wants at least 256 bits.
 const minKeyBytes = 32
 
@@ -77,6 +82,7 @@ func NewTokens(current []byte, previous ...[]byte) (*Tokens, error) {
 		jwt.WithAudience(TokenAudience),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
+		jwt.WithLeeway(ClockLeeway),
 		jwt.WithTimeFunc(func() time.Time { return t.now() }),
 	)
 	return t, nil

@@ -64,3 +64,25 @@ func TestExpiryAndType(t *testing.T) {
 		t.Fatalf("the refresh token after 16 minutes: %v", err)
 	}
 }
+
+// Instances' clocks differ a little: a token issued by a clock ahead of the checker's, or just
+// expired by one behind it, is accepted within ClockLeeway and refused beyond it.
+func TestClockLeeway(t *testing.T) {
+	issuer, _ := NewTokens(newKey)
+	checker, _ := NewTokens(newKey)
+	now := time.Now()
+	issuer.now = func() time.Time { return now.Add(10 * time.Second) } // the issuer runs fast
+	checker.now = func() time.Time { return now }
+	fast, _ := issuer.Issue(subject(), AccessToken)
+	if _, err := checker.Parse(fast.Token, AccessToken); err != nil {
+		t.Fatalf("a token issued 10 s ahead: %v", err)
+	}
+	checker.now = func() time.Time { return now.Add(AccessTTL + 20*time.Second) }
+	if _, err := checker.Parse(fast.Token, AccessToken); err != nil {
+		t.Fatalf("a token expired 10 s ago by the checker's clock: %v", err)
+	}
+	checker.now = func() time.Time { return now.Add(AccessTTL + time.Minute) }
+	if _, err := checker.Parse(fast.Token, AccessToken); bgcheck.ErrorCode(err) != bgcheck.CodeTokenExpired {
+		t.Fatalf("a token expired 50 s ago: %v", err)
+	}
+}

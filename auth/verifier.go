@@ -96,12 +96,19 @@ func (v *Verifier) lookup(ctx context.Context, hash [32]byte, now time.Time) (*b
 	return v.load(ctx, hash)
 }
 
+// KeyLoadTimeout bounds the query behind a cache miss. The query is shared by every request
+// that misses on the key at once, so it does not end with the first of them to give up; this
+// bound is what stops it, and each request still waits no longer than its own deadline.
+const KeyLoadTimeout = 5 * time.Second
+
 // load fetches a key on a cache miss; concurrent misses for one key share the query. It is apart
 // from lookup so the hit path allocates nothing for the closure.
 func (v *Verifier) load(ctx context.Context, hash [32]byte) (*bgcheck.APIKey, error) {
-	res, err, _ := v.group.Do(string(hash[:]), func() (any, error) {
+	ch := v.group.DoChan(string(hash[:]), func() (any, error) {
 		loadedAt := v.now()
-		key, err := v.store.FindAPIKeyByHash(context.WithoutCancel(ctx), hash[:])
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), KeyLoadTimeout)
+		defer cancel()
+		key, err := v.store.FindAPIKeyByHash(qctx, hash[:])
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +117,14 @@ func (v *Verifier) load(ctx context.Context, hash [32]byte) (*bgcheck.APIKey, er
 		v.mu.Unlock()
 		return key, nil
 	})
+	var res any
+	var err error
+	select {
+	case r := <-ch:
+		res, err = r.Val, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	if errors.Is(err, bgcheck.ErrNotFound) {
 		return nil, errInvalidKey
 	}

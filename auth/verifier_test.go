@@ -21,7 +21,7 @@ var (
 )
 
 // issue stores a new key for a new account and returns the raw key and its record.
-func issue(t *testing.T, db *postgres.DB, mutate func(*postgres.NewAPIKey)) (string, *bgcheck.APIKey) {
+func issue(t *testing.T, db *postgres.DB, mutate func(*bgcheck.NewAPIKey)) (string, *bgcheck.APIKey) {
 	t.Helper()
 	ctx := context.Background()
 	acct, _, err := db.Bootstrap(ctx, "Acme", postgres.NewUser{Email: bgcheck.NewID("u") + "@example.com", Role: bgcheck.RoleAdmin}, nil)
@@ -29,7 +29,7 @@ func issue(t *testing.T, db *postgres.DB, mutate func(*postgres.NewAPIKey)) (str
 		t.Fatal(err)
 	}
 	g := auth.NewAPIKey(bgcheck.ModeTest)
-	rec := postgres.NewAPIKey{AccountID: acct.ID, Mode: bgcheck.ModeTest, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4}
+	rec := bgcheck.NewAPIKey{AccountID: acct.ID, Mode: bgcheck.ModeTest, Hash: g.Hash, Prefix: g.Prefix, Last4: g.Last4}
 	if mutate != nil {
 		mutate(&rec)
 	}
@@ -57,8 +57,8 @@ func TestVerifyOutcomes(t *testing.T) {
 		t.Fatalf("valid key: %v, %v", k, err)
 	}
 	past := time.Now().Add(-time.Minute)
-	expired, _ := issue(t, db, func(k *postgres.NewAPIKey) { k.ExpiresAt = &past })
-	fenced, _ := issue(t, db, func(k *postgres.NewAPIKey) {
+	expired, _ := issue(t, db, func(k *bgcheck.NewAPIKey) { k.ExpiresAt = &past })
+	fenced, _ := issue(t, db, func(k *bgcheck.NewAPIKey) {
 		k.AllowedIPs = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}
 	})
 	cases := []struct {

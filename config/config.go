@@ -4,12 +4,14 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bgcheck/bgcheck/netguard"
 	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
@@ -27,6 +29,9 @@ const (
 
 // Config is everything the binaries read from the environment.
 type Config struct {
+	// Env is production (the default) or development (BGCHECK_ENV). Production refuses the
+	// settings that are only safe on a developer's machine: see CheckProduction.
+	Env                     string
 	DatabaseURL             string
 	TemporalAddress         string
 	TemporalNamespace       string
@@ -53,30 +58,62 @@ type Config struct {
 	// (BGCHECK_TEMPORAL_UI_URL, default DefaultTemporalUIURL).
 	TemporalUIURL  string
 	TrustedProxies []netip.Prefix
-	LogLevel       string
+	// TrustedProxyHeader is the one header trusted proxies name the client in
+	// (BGCHECK_TRUSTED_PROXY_HEADER): X-Forwarded-For (the default) or Forwarded.
+	TrustedProxyHeader string
+	LogLevel           string
+	// SecretsKey encrypts endpoint signing secrets at rest (BGCHECK_SECRETS_KEY: 32 bytes as 64
+	// hex digits or base64); SecretsPreviousKeys (BGCHECK_SECRETS_PREVIOUS_KEYS) still decrypt
+	// during a rotation. Empty in development means DevelopmentSecretsKey.
+	SecretsKey          string
+	SecretsPreviousKeys []string
+	// SandboxSpeed divides the test-mode screening provider's delays (BGCHECK_SANDBOX_SPEED,
+	// default 1: a county search takes three days; 86400 makes a day a second).
+	SandboxSpeed float64
+	// WorkerEndpointConcurrency and WorkerAccountConcurrency bound one worker's attempts in flight
+	// to one endpoint and for one account (BGCHECK_WORKER_ENDPOINT_CONCURRENCY, default 10;
+	// BGCHECK_WORKER_ACCOUNT_CONCURRENCY, default 50); attempts over them wait in Temporal.
+	WorkerEndpointConcurrency int
+	WorkerAccountConcurrency  int
 	// WorkerConcurrency is how many delivery attempts one worker runs at once.
 	WorkerConcurrency int
 	// WorkerMetricsAddr is where a worker serves /metrics (BGCHECK_WORKER_METRICS_ADDR, default
 	// DefaultWorkerMetricsAddr); "" (the variable set empty, or "off") serves none.
 	WorkerMetricsAddr string
+	// RetentionEvents is how old events get before the API deletes them with their deliveries
+	// and attempts (BGCHECK_RETENTION_EVENTS: a Go duration, days as "90d", or "off"). FromEnv
+	// starts from DefaultRetentionEvents; zero, as in a Config built by hand, keeps them forever.
+	RetentionEvents time.Duration
+	// SkipMigrations stops the API from migrating the database at start (BGCHECK_AUTO_MIGRATE=
+	// false), for deployments that run `bgcheckctl migrate` as a step of their own; the API then
+	// only checks that the schema is current. It is a negative so that the zero value, as in a
+	// Config built by hand, keeps the old behaviour of migrating.
+	SkipMigrations bool
 }
+
+// DefaultRetentionEvents is how long events are kept unless BGCHECK_RETENTION_EVENTS says
+// otherwise.
+const DefaultRetentionEvents = 90 * 24 * time.Hour
 
 // FromEnv reads the configuration; a malformed value is an error that names the variable.
 func FromEnv() (Config, error) {
 	c := Config{
-		DatabaseURL:       get("DATABASE_URL", DefaultDatabaseURL),
-		TemporalAddress:   get("TEMPORAL_ADDRESS", DefaultTemporalAddress),
-		TemporalNamespace: get("TEMPORAL_NAMESPACE", DefaultTemporalNamespace),
-		HTTPAddr:          get("BGCHECK_HTTP_ADDR", DefaultHTTPAddr),
-		RetrySchedule:     get("BGCHECK_RETRY_SCHEDULE", DefaultRetrySchedule),
-		JWTSigningKey:     os.Getenv("BGCHECK_JWT_SIGNING_KEY"),
-		JWTPreviousKeys:   splitList(os.Getenv("BGCHECK_JWT_PREVIOUS_KEYS")),
-		RedisURL:          os.Getenv("BGCHECK_REDIS_URL"),
-		RedisPrefix:       get("BGCHECK_REDIS_PREFIX", ratelimit.DefaultPrefix),
-		SMTPURL:           os.Getenv("BGCHECK_SMTP_URL"),
-		PortalURL:         get("BGCHECK_PORTAL_URL", DefaultPortalURL),
-		TemporalUIURL:     strings.TrimRight(get("BGCHECK_TEMPORAL_UI_URL", DefaultTemporalUIURL), "/"),
-		LogLevel:          get("BGCHECK_LOG_LEVEL", "info"),
+		Env:                 get("BGCHECK_ENV", EnvProduction),
+		SecretsKey:          os.Getenv("BGCHECK_SECRETS_KEY"),
+		SecretsPreviousKeys: splitList(os.Getenv("BGCHECK_SECRETS_PREVIOUS_KEYS")),
+		DatabaseURL:         get("DATABASE_URL", DefaultDatabaseURL),
+		TemporalAddress:     get("TEMPORAL_ADDRESS", DefaultTemporalAddress),
+		TemporalNamespace:   get("TEMPORAL_NAMESPACE", DefaultTemporalNamespace),
+		HTTPAddr:            get("BGCHECK_HTTP_ADDR", DefaultHTTPAddr),
+		RetrySchedule:       get("BGCHECK_RETRY_SCHEDULE", DefaultRetrySchedule),
+		JWTSigningKey:       os.Getenv("BGCHECK_JWT_SIGNING_KEY"),
+		JWTPreviousKeys:     splitList(os.Getenv("BGCHECK_JWT_PREVIOUS_KEYS")),
+		RedisURL:            os.Getenv("BGCHECK_REDIS_URL"),
+		RedisPrefix:         get("BGCHECK_REDIS_PREFIX", ratelimit.DefaultPrefix),
+		SMTPURL:             os.Getenv("BGCHECK_SMTP_URL"),
+		PortalURL:           get("BGCHECK_PORTAL_URL", DefaultPortalURL),
+		TemporalUIURL:       strings.TrimRight(get("BGCHECK_TEMPORAL_UI_URL", DefaultTemporalUIURL), "/"),
+		LogLevel:            get("BGCHECK_LOG_LEVEL", "info"),
 	}
 	c.WorkerMetricsAddr = DefaultWorkerMetricsAddr
 	if v, ok := os.LookupEnv("BGCHECK_WORKER_METRICS_ADDR"); ok {
@@ -85,18 +122,52 @@ func FromEnv() (Config, error) {
 	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
 		c.WorkerMetricsAddr = ""
 	}
+	if c.Env != EnvProduction && c.Env != EnvDevelopment {
+		return c, fmt.Errorf("BGCHECK_ENV: %q is neither %s nor %s", c.Env, EnvProduction, EnvDevelopment)
+	}
 	var err error
 	if c.AllowPrivateWebhookURLs, err = getBool("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS", false); err != nil {
 		return c, err
 	}
+	autoMigrate, err := getBool("BGCHECK_AUTO_MIGRATE", true)
+	if err != nil {
+		return c, err
+	}
+	c.SkipMigrations = !autoMigrate
+	c.RetentionEvents = DefaultRetentionEvents
+	if v := os.Getenv("BGCHECK_RETENTION_EVENTS"); v != "" {
+		if c.RetentionEvents, err = ParseRetention(v); err != nil {
+			return c, fmt.Errorf("BGCHECK_RETENTION_EVENTS: %w", err)
+		}
+	}
 	if c.WorkerConcurrency, err = getInt("BGCHECK_WORKER_CONCURRENCY", 200); err != nil {
+		return c, err
+	}
+	c.SandboxSpeed = 1
+	if v := os.Getenv("BGCHECK_SANDBOX_SPEED"); v != "" {
+		if c.SandboxSpeed, err = strconv.ParseFloat(v, 64); err != nil || c.SandboxSpeed <= 0 || math.IsInf(c.SandboxSpeed, 0) {
+			return c, fmt.Errorf("BGCHECK_SANDBOX_SPEED: %q is not a positive number", v)
+		}
+	}
+	if c.WorkerEndpointConcurrency, err = getInt("BGCHECK_WORKER_ENDPOINT_CONCURRENCY", 10); err != nil {
+		return c, err
+	}
+	if c.WorkerAccountConcurrency, err = getInt("BGCHECK_WORKER_ACCOUNT_CONCURRENCY", 50); err != nil {
 		return c, err
 	}
 	if _, err := ParseSchedule(c.RetrySchedule); err != nil {
 		return c, fmt.Errorf("BGCHECK_RETRY_SCHEDULE: %w", err)
 	}
-	if c.TrustedProxies, err = ParsePrefixes(os.Getenv("BGCHECK_TRUSTED_PROXIES")); err != nil {
+	if c.TrustedProxies, err = netguard.ParsePrefixes(os.Getenv("BGCHECK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("BGCHECK_TRUSTED_PROXIES: %w", err)
+	}
+	switch h := strings.ToLower(get("BGCHECK_TRUSTED_PROXY_HEADER", "x-forwarded-for")); h {
+	case "x-forwarded-for":
+		c.TrustedProxyHeader = "X-Forwarded-For"
+	case "forwarded":
+		c.TrustedProxyHeader = "Forwarded"
+	default:
+		return c, fmt.Errorf("BGCHECK_TRUSTED_PROXY_HEADER: %q is neither X-Forwarded-For nor Forwarded", h)
 	}
 	c.RateLimits = ratelimit.DefaultLimits()
 	for _, l := range []struct {
@@ -116,47 +187,25 @@ func FromEnv() (Config, error) {
 	return c, nil
 }
 
-// ParsePrefixes reads a comma-separated list of IP addresses and CIDR prefixes; a bare address
-// is a prefix of one address.
-func ParsePrefixes(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
+// ParseRetention reads a retention age: a Go duration ("2160h"), whole days ("90d"), or "off",
+// which is zero: keep forever.
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "off") {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("%q is not a positive number of days such as 90d", s)
 		}
-		p, err := ParsePrefix(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+		return time.Duration(n) * 24 * time.Hour, nil
 	}
-	return out, nil
-}
-
-// ParsePrefix reads an IP address or CIDR prefix, v4 or v6, and returns it masked.
-func ParsePrefix(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
-		}
-		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-unmapBits(p)).Masked(), nil
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration such as 90d or 720h, nor off", s)
 	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("%q is not an IP address or CIDR prefix", s)
-	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
-// unmapBits is how many leading bits an IPv4-mapped IPv6 prefix loses when written as IPv4.
-func unmapBits(p netip.Prefix) int {
-	if p.Addr().Is4In6() {
-		return 96
-	}
-	return 0
+	return d, nil
 }
 
 // ParseSchedule reads a retry schedule: comma-separated Go durations ("1m,5m,30m,2h,24h"), the

@@ -68,3 +68,36 @@ func TestWorkerMetricsAddrFromEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestRetentionAndMigrationFromEnv(t *testing.T) {
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		retention, autoMigrate string
+		want                   time.Duration
+		skip                   bool
+		err                    string
+	}{
+		{"", "", 90 * day, false, ""},
+		{"30d", "false", 30 * day, true, ""},
+		{"720h", "true", 30 * day, false, ""},
+		{"off", "", 0, false, ""},
+		{"0d", "", 0, false, "BGCHECK_RETENTION_EVENTS"},
+		{"-5h", "", 0, false, "BGCHECK_RETENTION_EVENTS"},
+		{"ninety days", "", 0, false, "BGCHECK_RETENTION_EVENTS"},
+		{"", "sometimes", 0, false, "BGCHECK_AUTO_MIGRATE"},
+	} {
+		t.Setenv("BGCHECK_RETENTION_EVENTS", c.retention)
+		t.Setenv("BGCHECK_AUTO_MIGRATE", c.autoMigrate)
+		cfg, err := config.FromEnv()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q/%q: error %v, want one naming %s", c.retention, c.autoMigrate, err, c.err)
+			}
+			continue
+		}
+		if err != nil || cfg.RetentionEvents != c.want || cfg.SkipMigrations != c.skip {
+			t.Errorf("%q/%q: retention %s, skip migrations %v, %v; want %s, %v", c.retention, c.autoMigrate,
+				cfg.RetentionEvents, cfg.SkipMigrations, err, c.want, c.skip)
+		}
+	}
+}

@@ -38,8 +38,25 @@ var scalable = []string{svcAPI, svcWorker}
 
 // loadProject loads docker-compose.yml as `docker compose` would with env as the only
 // environment (no OS variables, no .env file), so that the test sees the file's defaults.
+// requiredSecrets are the variables compose refuses to start without, with values for tests.
+var requiredSecrets = []string{
+	"BGCHECK_JWT_SIGNING_KEY=an-operator's-own-signing-key-0123456789abcdef",
+	"BGCHECK_SECRETS_KEY=" + strings.Repeat("5e", 32),
+}
+
+// loadProject loads docker-compose.yml as compose would with env as the environment, which has
+// the required secrets unless it sets them itself.
 func loadProject(t *testing.T, env ...string) *types.Project {
 	t.Helper()
+	p, err := tryLoadProject(append(slices.Clone(requiredSecrets), env...)...)
+	if err != nil {
+		t.Fatalf("loading docker-compose.yml: %v", err)
+	}
+	return p
+}
+
+// tryLoadProject loads docker-compose.yml with exactly env as the environment.
+func tryLoadProject(env ...string) (*types.Project, error) {
 	opts, err := cli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
 		cli.WithWorkingDirectory(root),
 		cli.WithEnv(env),
@@ -49,13 +66,9 @@ func loadProject(t *testing.T, env ...string) *types.Project {
 		cli.WithResolvedPaths(true),
 	)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	p, err := opts.LoadProject(context.Background())
-	if err != nil {
-		t.Fatalf("loading docker-compose.yml: %v", err)
-	}
-	return p
+	return opts.LoadProject(context.Background())
 }
 
 func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {

@@ -22,7 +22,7 @@ import (
 )
 
 // buildScript builds the image's binaries; the Dockerfile runs it and so does TestStaticBuild.
-const buildScript = "scripts/build-static.sh"
+const buildScript = "deploy/build-static.sh"
 
 // instruction is one Dockerfile instruction, continuation lines joined.
 type instruction struct {
@@ -262,7 +262,7 @@ func buildFiles(t *testing.T) []string {
 	return files
 }
 
-// TestStaticBuild runs the Dockerfile's build (scripts/build-static.sh) and checks that the
+// TestStaticBuild runs the Dockerfile's build (deploy/build-static.sh) and checks that the
 // binaries are what the distroless image needs: static, stripped, built without cgo and with
 // -trimpath, and runnable.
 func TestStaticBuild(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/bgcheck/bgcheck/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/devtemporal/temporaltest"
 	"github.com/bgcheck/bgcheck/workflows"
 )
 
@@ -28,7 +29,7 @@ func TestSearchAttributeScriptRegistersThemInTemporal(t *testing.T) {
 	if len(s.Entrypoint) == 0 {
 		t.Fatalf("%s has no entrypoint: the test runs its entrypoint and command", svcSearchAttributes)
 	}
-	srv := devtemporal.StartForTest(t, devtemporal.Options{})
+	srv := temporaltest.Start(t, devtemporal.Options{})
 	bin, err := devtemporal.Binary(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

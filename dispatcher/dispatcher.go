@@ -1,7 +1,9 @@
-// Package dispatcher starts delivery workflows for deliveries that PostgreSQL holds but Temporal
-// does not yet run. Deliveries are written in the same transaction as their event (an outbox);
-// the dispatcher starts their workflows right after the commit, and keeps trying for any it could
-// not start (Temporal down, the API killed between commit and start), so none is lost.
+// Package dispatcher owns the delivery workflows' lives in Temporal: it starts them for
+// deliveries that PostgreSQL holds but Temporal does not yet run, cancels them for deliveries the
+// database has canceled, and reconciles the two when they disagree. Deliveries are written in
+// the same transaction as their event (an outbox); the dispatcher starts their workflows right
+// after the commit, and keeps trying for any it could not start (Temporal down, the API killed
+// between commit and start), so none is lost.
 package dispatcher
 
 import (
@@ -45,7 +47,21 @@ type Dispatcher struct {
 	opts     Options
 	log      *slog.Logger
 	wake     chan struct{}
+
+	// outage is the error of the current outage (database or Temporal), logged when it begins
+	// and when it ends rather than once a round; nil when all is well. checkTrouble is the same
+	// for check workflows.
+	outage       error
+	checkTrouble error
 }
+
+// Lease is how long a claimed delivery stays away from other dispatchers: long enough for a
+// batch's starts (Batch / Parallel × StartTimeout), short enough that the rows of a dispatcher
+// that died mid-batch come back soon.
+const Lease = 2 * time.Minute
+
+// maxOutageBackoff bounds the wait between rounds while Temporal or the database is down.
+const maxOutageBackoff = 30 * time.Second
 
 // New returns a dispatcher; call Run.
 func New(db *postgres.DB, c client.Client, opts Options, log *slog.Logger) *Dispatcher {
@@ -76,60 +92,146 @@ func (d *Dispatcher) Poke() {
 }
 
 // Run dispatches until ctx ends: whenever PostgreSQL announces new deliveries (LISTEN), when
-// poked, and every PollInterval regardless.
+// poked, and every PollInterval regardless. While Temporal or the database is down it backs off
+// (up to 30 s between rounds) and ignores pokes, and it logs the outage once when it begins and
+// once when it ends.
 func (d *Dispatcher) Run(ctx context.Context) {
 	go d.db.Listen(ctx, postgres.DeliveriesChannel, d.Poke, d.log)
-	tick := time.NewTicker(d.opts.PollInterval)
-	defer tick.Stop()
+	backoff := d.opts.PollInterval
 	for {
 		d.drain(ctx)
+		wait := d.opts.PollInterval
+		if d.outage != nil {
+			backoff = min(2*backoff, maxOutageBackoff)
+			wait = backoff
+		} else {
+			backoff = d.opts.PollInterval
+		}
+		timer := time.NewTimer(wait)
+		wake := d.wake
+		if d.outage != nil {
+			wake = nil
+		}
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
-		case <-d.wake:
-		case <-tick.C:
+		case <-wake:
+		case <-timer.C:
 		}
+		timer.Stop()
 	}
 }
 
-// drain runs rounds until the outbox is empty, a round fails, or nothing could be started.
+// drain sends the pending workflow cancels, then runs rounds of starts until the outbox is
+// empty or a round fails or starts nothing.
 func (d *Dispatcher) drain(ctx context.Context) {
+	if err := d.cancelWorkflows(ctx); err != nil {
+		if ctx.Err() == nil {
+			d.noteOutage(err)
+		}
+		return
+	}
+	// Checks go apart from deliveries: a check that cannot start (say, a cluster without the
+	// CheckId search attribute) must not hold up a single delivery.
+	err := d.dispatchChecks(ctx)
+	if err == nil {
+		err = d.dispatchAdverseActions(ctx)
+	}
+	if ctx.Err() == nil {
+		d.noteCheckTrouble(err)
+	}
 	for ctx.Err() == nil {
 		claimed, started, err := d.DispatchOnce(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Error("dispatch deliveries", "err", err)
-			}
+		if ctx.Err() != nil {
 			return
 		}
-		if claimed < d.opts.Batch || started == 0 {
+		d.noteOutage(err)
+		if err != nil || claimed < d.opts.Batch || started == 0 {
 			return
 		}
 	}
 }
 
-// DispatchOnce claims one batch of undispatched deliveries and starts their workflows. It returns
-// how many it claimed and how many it started (or found already started).
+// noteOutage logs the start and the end of an outage, not every failed round.
+func (d *Dispatcher) noteOutage(err error) {
+	switch {
+	case err != nil && d.outage == nil:
+		d.log.Error("cannot dispatch deliveries; they stay queued in PostgreSQL and are retried with backoff", "err", err)
+	case err == nil && d.outage != nil:
+		d.log.Info("dispatching deliveries again", "after", d.outage.Error())
+	}
+	d.outage = err
+}
+
+// noteCheckTrouble logs the start and the end of a spell in which check workflows cannot be
+// started or signaled.
+func (d *Dispatcher) noteCheckTrouble(err error) {
+	switch {
+	case err != nil && d.checkTrouble == nil:
+		d.log.Error("cannot start or signal check workflows; they stay recorded and are retried", "err", err)
+	case err == nil && d.checkTrouble != nil:
+		d.log.Info("check workflows start again", "after", d.checkTrouble.Error())
+	}
+	d.checkTrouble = err
+}
+
+// errTemporalRefusedAll marks a round in which no start succeeded: Temporal is down, not a row.
+type errTemporalRefusedAll struct{ err error }
+
+func (e errTemporalRefusedAll) Error() string {
+	return "temporal refused every workflow start: " + e.err.Error()
+}
+func (e errTemporalRefusedAll) Unwrap() error { return e.err }
+
+// DispatchOnce claims one batch of undispatched deliveries with a lease, starts their workflows
+// without holding any database lock, and records the outcome: started rows are marked
+// dispatched; when some started and others failed, the failed rows back off one by one (the
+// row is the problem); when none started, the leases are released without blame and the round
+// reports an error (Temporal is the problem). It returns how many it claimed and started.
 func (d *Dispatcher) DispatchOnce(ctx context.Context) (claimed, started int, err error) {
-	claimed, err = d.db.DispatchPending(ctx, d.opts.Batch, func(batch []postgres.Dispatch) []string {
-		ids := d.start(ctx, batch)
-		started = len(ids)
-		return ids
-	})
-	return claimed, started, err
+	batch, err := d.db.ClaimDispatches(ctx, d.opts.Batch, Lease)
+	if err != nil || len(batch) == 0 {
+		return 0, 0, err
+	}
+	ok, failed := d.start(ctx, batch)
+	// The outcome is recorded even if ctx ended meanwhile: a started workflow must not be
+	// started again by whoever picks the row up after the lease.
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := d.db.MarkDispatched(recordCtx, ok); err != nil {
+		return len(batch), 0, err // the rows come back after the lease; their starts are "already started" then
+	}
+	if len(ok) == 0 && len(failed) > 0 {
+		ids := make([]string, 0, len(failed))
+		var last error
+		for id, ferr := range failed {
+			ids = append(ids, id)
+			last = ferr
+		}
+		if err := d.db.ReleaseDispatches(recordCtx, ids); err != nil {
+			return len(batch), 0, err
+		}
+		return len(batch), 0, errTemporalRefusedAll{last}
+	}
+	for id, ferr := range failed {
+		if err := d.db.DeferDispatch(recordCtx, id, ferr.Error()); err != nil {
+			return len(batch), len(ok), err
+		}
+		d.log.Warn("could not start a delivery's workflow; it backs off and is retried", "delivery_id", id, "err", ferr)
+	}
+	return len(batch), len(ok), nil
 }
 
 // start starts one workflow per delivery, opts.Parallel at a time, and returns the ids of the
-// deliveries whose workflow now exists.
-func (d *Dispatcher) start(ctx context.Context, batch []postgres.Dispatch) []string {
+// deliveries whose workflow now exists and the errors of those whose start failed.
+func (d *Dispatcher) start(ctx context.Context, batch []postgres.Dispatch) (started []string, failed map[string]error) {
 	var (
-		mu      sync.Mutex
-		started = make([]string, 0, len(batch))
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, d.opts.Parallel)
-		failed  error
-		nfailed int
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, d.opts.Parallel)
 	)
+	started, failed = make([]string, 0, len(batch)), map[string]error{}
 	for _, item := range batch {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -139,19 +241,15 @@ func (d *Dispatcher) start(ctx context.Context, batch []postgres.Dispatch) []str
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				failed, nfailed = err, nfailed+1
+				failed[item.DeliveryID] = err
 				return
 			}
 			started = append(started, item.DeliveryID)
 		}()
 	}
 	wg.Wait()
-	d.opts.Metrics.WorkflowStarts(len(started), nfailed)
-	if nfailed > 0 {
-		d.log.Warn("could not start delivery workflows; they stay queued and are retried",
-			"failed", nfailed, "started", len(started), "err", failed)
-	}
-	return started
+	d.opts.Metrics.WorkflowStarts(len(started), len(failed))
+	return started, failed
 }
 
 func (d *Dispatcher) startOne(ctx context.Context, item postgres.Dispatch) error {

@@ -12,6 +12,8 @@ import (
 // cannot name: package api imports package mail.
 type Sender interface {
 	SendMagicLink(ctx context.Context, to, link string) error
+	SendInvitation(ctx context.Context, inv Invitation) error
+	SendAdverseNotice(ctx context.Context, n AdverseNotice) error
 }
 
 // New returns the sender BGCHECK_SMTP_URL asks for: an SMTPSender for smtpURL (see

@@ -22,7 +22,7 @@ type NewUser struct {
 
 // Bootstrap creates an account, its first admin user and the given API keys in one transaction,
 // so a failed bootstrap leaves nothing half made.
-func (db *DB) Bootstrap(ctx context.Context, accountName string, admin NewUser, keys []NewAPIKey) (*bgcheck.Account, *bgcheck.User, error) {
+func (db *DB) Bootstrap(ctx context.Context, accountName string, admin NewUser, keys []bgcheck.NewAPIKey) (*bgcheck.Account, *bgcheck.User, error) {
 	var acct *bgcheck.Account
 	var user *bgcheck.User
 	err := db.inTx(ctx, func(tx pgx.Tx) error {

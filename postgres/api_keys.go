@@ -8,24 +8,11 @@ import (
 	"github.com/bgcheck/bgcheck"
 )
 
-// NewAPIKey is an API key to store. Hash is the SHA-256 of the raw key, which is never stored.
-type NewAPIKey struct {
-	AccountID  string
-	Name       string
-	Mode       bgcheck.Mode
-	Hash       []byte
-	Prefix     string
-	Last4      string
-	Scopes     []string
-	AllowedIPs []netip.Prefix
-	ExpiresAt  *time.Time
-}
-
 const apiKeyColumns = `id, account_id, name, mode, prefix, last4, scopes, allowed_ips,
 	expires_at, revoked_at, last_used_at, created_at`
 
 // CreateAPIKey stores a new key for an existing account.
-func (db *DB) CreateAPIKey(ctx context.Context, k NewAPIKey) (*bgcheck.APIKey, error) {
+func (db *DB) CreateAPIKey(ctx context.Context, k bgcheck.NewAPIKey) (*bgcheck.APIKey, error) {
 	key, err := createAPIKey(ctx, db.pool, k)
 	if isForeignKeyViolation(err) {
 		return nil, bgcheck.ErrNotFound
@@ -33,7 +20,7 @@ func (db *DB) CreateAPIKey(ctx context.Context, k NewAPIKey) (*bgcheck.APIKey, e
 	return key, err
 }
 
-func createAPIKey(ctx context.Context, q querier, k NewAPIKey) (*bgcheck.APIKey, error) {
+func createAPIKey(ctx context.Context, q querier, k bgcheck.NewAPIKey) (*bgcheck.APIKey, error) {
 	if k.Scopes == nil {
 		k.Scopes = []string{}
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bgcheck/bgcheck"
-	"github.com/bgcheck/bgcheck/webhook"
 )
 
 const candidateColumns = `id, account_id, mode, first_name, last_name, email, phone, dob::text AS dob, created_at, updated_at`
@@ -79,7 +78,7 @@ func (db *DB) UpdateCandidate(ctx context.Context, t bgcheck.Tenant, id string, 
 			id).Scan(&cand.UpdatedAt); err != nil {
 			return err
 		}
-		event, err = insertEvent(ctx, tx, t, webhook.EventCandidateUpdated, cand)
+		event, err = insertEvent(ctx, tx, t, bgcheck.EventCandidateUpdated, cand)
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,13 +19,17 @@ import (
 	"github.com/bgcheck/bgcheck"
 )
 
+// DefaultStatementTimeout is the pool's statement_timeout unless DATABASE_URL sets one.
+const DefaultStatementTimeout = 30 * time.Second
+
 // DB is the service's handle on PostgreSQL: one pool per process.
 type DB struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	secrets SecretBox // seals endpoint signing secrets; nil when the process stores none
 }
 
 // Open connects to the database at url and checks that it answers.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
@@ -33,6 +38,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	// URL's pool_max_conns still wins when given.
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = max(16, int32(4*runtime.NumCPU()))
+	}
+	// No statement runs unbounded, whatever its caller's context: a lock held elsewhere or a
+	// runaway plan ends at DefaultStatementTimeout. The URL's own statement_timeout (or
+	// options=-c statement_timeout=…) wins; migrations lift it for themselves.
+	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok && !strings.Contains(url, "statement_timeout") {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.Itoa(int(DefaultStatementTimeout.Milliseconds()))
 	}
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		// Times leave the database in UTC, whatever the server's or the process's zone is, so
@@ -51,7 +62,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &DB{pool: pool}, nil
+	db := &DB{pool: pool}
+	for _, o := range opts {
+		o(db)
+	}
+	return db, nil
 }
 
 // Close releases every connection.

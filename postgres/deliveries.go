@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,19 +57,22 @@ func (db *DB) Redeliver(ctx context.Context, t bgcheck.Tenant, id string) (*bgch
 	if !t.Mode.Valid() {
 		return nil, bgcheck.ErrNotFound // "" would widen the search to both modes
 	}
-	return db.redeliver(ctx, t.AccountID, t.Mode, id)
+	return db.redeliver(ctx, t.AccountID, t.Mode, id, 0)
 }
 
 // redeliver is Redeliver for a delivery of the account in the given mode, or in either mode when
-// mode is "" (an admin acts across both; see RedeliverInAccount).
-func (db *DB) redeliver(ctx context.Context, accountID string, mode bgcheck.Mode, id string) (*bgcheck.Delivery, error) {
+// mode is "" (an admin acts across both; see RedeliverInAccount). stalledSeries, when not 0,
+// also admits a dispatched delivery still pending in that series: its workflow has ended.
+func (db *DB) redeliver(ctx context.Context, accountID string, mode bgcheck.Mode, id string, stalledSeries int) (*bgcheck.Delivery, error) {
 	var d *bgcheck.Delivery
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			UPDATE deliveries SET status = 'pending', series = series + 1, dispatched_at = NULL,
-				next_attempt_at = now(), updated_at = now()
-			WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3) AND status <> 'pending'
-			RETURNING `+deliveryColumns, id, accountID, mode)
+				dispatch_lease_until = NULL, dispatch_after = NULL, dispatch_failures = 0, dispatch_error = NULL,
+				reconciled_at = NULL, next_attempt_at = now(), updated_at = now()
+			WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3)
+				AND (status <> 'pending' OR (series = $4 AND dispatched_at IS NOT NULL))
+			RETURNING `+deliveryColumns, id, accountID, mode, stalledSeries)
 		d, err = collectOne[bgcheck.Delivery](rows, err)
 		if err == bgcheck.ErrNotFound {
 			var exists bool
@@ -99,40 +104,71 @@ type Dispatch struct {
 	AccountID    string
 	Series       int
 	AttemptCount int
+	// Failures counts the earlier starts of this series that failed.
+	Failures int
 }
 
-// DispatchPending claims up to limit pending deliveries whose workflow has not been started,
-// hands them to start, and marks dispatched the ones start reports started. The claim holds row
-// locks (FOR UPDATE SKIP LOCKED) until then, so several API instances share the work without
-// starting a delivery twice at once; a row start fails on stays undispatched for the next round.
-// It returns how many deliveries it claimed.
-func (db *DB) DispatchPending(ctx context.Context, limit int, start func([]Dispatch) (started []string)) (int, error) {
-	claimed := 0
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT id, event_id, event_type, endpoint_id, account_id, series, attempt_count FROM deliveries
+// ClaimDispatches leases up to limit pending deliveries whose workflow has not been started and
+// whose backoff (after failed starts) has passed, oldest first, and returns them. The lease is
+// committed at once, so no lock is held while the caller talks to Temporal; other dispatchers
+// skip leased rows until the lease expires (a dispatcher that died mid-batch). The caller ends
+// each lease with MarkDispatched, DeferDispatch or ReleaseDispatches.
+func (db *DB) ClaimDispatches(ctx context.Context, limit int, lease time.Duration) ([]Dispatch, error) {
+	rows, err := db.pool.Query(ctx, `
+		UPDATE deliveries d SET dispatch_lease_until = now() + $2 * interval '1 millisecond'
+		FROM (
+			SELECT id FROM deliveries
 			WHERE dispatched_at IS NULL AND status = 'pending'
-			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
-		if err != nil {
-			return err
-		}
-		batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Dispatch, error) {
-			var d Dispatch
-			err := row.Scan(&d.DeliveryID, &d.EventID, &d.EventType, &d.EndpointID, &d.AccountID, &d.Series, &d.AttemptCount)
-			return d, err
-		})
-		if err != nil || len(batch) == 0 {
-			return err
-		}
-		claimed = len(batch)
-		started := start(batch)
-		if len(started) == 0 {
-			return nil
-		}
-		_, err = tx.Exec(ctx, `UPDATE deliveries SET dispatched_at = now() WHERE id = ANY($1)`, started)
-		return err
-	})
-	return claimed, err
+				AND (dispatch_lease_until IS NULL OR dispatch_lease_until < now())
+				AND (dispatch_after IS NULL OR dispatch_after <= now())
+			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+		) claimed
+		WHERE d.id = claimed.id
+		RETURNING d.id, d.event_id, d.event_type, d.endpoint_id, d.account_id, d.series, d.attempt_count, d.dispatch_failures`,
+		limit, lease.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	batch, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Dispatch])
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(batch, func(a, b Dispatch) int { return strings.Compare(a.DeliveryID, b.DeliveryID) })
+	return batch, nil
+}
+
+// MarkDispatched records that the deliveries' workflows exist, ending their leases.
+func (db *DB) MarkDispatched(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := db.pool.Exec(ctx, `UPDATE deliveries SET dispatched_at = now(), dispatch_lease_until = NULL,
+		dispatch_after = NULL, dispatch_error = NULL WHERE id = ANY($1) AND dispatched_at IS NULL`, ids)
+	return err
+}
+
+// DeferDispatch ends the lease of a delivery whose workflow could not be started for a reason of
+// its own, and backs it off: 2^failures seconds, at most MaxDispatchBackoff, so a row that keeps
+// failing costs one try per backoff rather than one per round. reason is kept for operators.
+func (db *DB) DeferDispatch(ctx context.Context, id, reason string) error {
+	_, err := db.pool.Exec(ctx, `UPDATE deliveries SET dispatch_lease_until = NULL,
+		dispatch_failures = dispatch_failures + 1, dispatch_error = $2,
+		dispatch_after = now() + least(interval '1 second' * power(2, least(dispatch_failures, 20)), $3 * interval '1 second')
+		WHERE id = $1 AND dispatched_at IS NULL`, id, reason, MaxDispatchBackoff.Seconds())
+	return err
+}
+
+// MaxDispatchBackoff bounds the wait between start attempts for one delivery.
+const MaxDispatchBackoff = 5 * time.Minute
+
+// ReleaseDispatches ends leases without blame (Temporal as a whole was unreachable): the rows
+// are claimable again at once.
+func (db *DB) ReleaseDispatches(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := db.pool.Exec(ctx, `UPDATE deliveries SET dispatch_lease_until = NULL WHERE id = ANY($1) AND dispatched_at IS NULL`, ids)
+	return err
 }
 
 // CountUndispatched reports how many pending deliveries wait for their workflow to start.
@@ -146,6 +182,8 @@ func (db *DB) CountUndispatched(ctx context.Context) (int, error) {
 // a changed URL or rotated secret applies to the next attempt.
 type AttemptTarget struct {
 	DeliveryID string
+	AccountID  string
+	EndpointID string
 	Status     bgcheck.DeliveryStatus
 	EventID    string
 	EventType  string
@@ -159,12 +197,19 @@ type AttemptTarget struct {
 // FindAttemptTarget loads a delivery's event body and its endpoint's current URL and secret.
 func (db *DB) FindAttemptTarget(ctx context.Context, deliveryID string) (*AttemptTarget, error) {
 	var a AttemptTarget
+	var plain, keyID *string
+	var sealed []byte
 	err := db.pool.QueryRow(ctx, `
-		SELECT d.id, d.status, e.id, e.type, e.body, w.url, w.secret, (w.enabled AND w.deleted_at IS NULL)
+		SELECT d.id, d.account_id, d.status, e.id, e.type, e.body, w.id, w.url, w.secret, w.secret_key_id, w.secret_sealed,
+			(w.enabled AND w.deleted_at IS NULL)
 		FROM deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
-		WHERE d.id = $1`, deliveryID).Scan(&a.DeliveryID, &a.Status, &a.EventID, &a.EventType, &a.Body, &a.URL, &a.Secret, &a.Live)
+		WHERE d.id = $1`, deliveryID).Scan(&a.DeliveryID, &a.AccountID, &a.Status, &a.EventID, &a.EventType, &a.Body,
+		&a.EndpointID, &a.URL, &plain, &keyID, &sealed, &a.Live)
 	if err != nil {
 		return nil, notFound(err)
+	}
+	if a.Secret, err = db.openSecret(a.EndpointID, plain, keyID, sealed); err != nil {
+		return nil, err
 	}
 	return &a, nil
 }

@@ -128,9 +128,9 @@ func TestRedeliverOnlyFinishedDeliveries(t *testing.T) {
 	}
 }
 
-// Two dispatchers (two API instances) claim disjoint batches; a delivery whose start failed stays
-// in the outbox for the next round.
-func TestDispatchPendingClaimsEachDeliveryOnce(t *testing.T) {
+// Two dispatchers (two API instances) claim disjoint batches; a delivery whose lease was
+// released (its start failed because Temporal was down) is claimed again in a later round.
+func TestClaimDispatchesClaimsEachDeliveryOnce(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
 	tn, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"}, []string{"*"})
@@ -142,11 +142,14 @@ func TestDispatchPendingClaimsEachDeliveryOnce(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	refusedOnce := map[string]bool{}
-	start := func(batch []postgres.Dispatch) []string {
-		time.Sleep(20 * time.Millisecond) // hold the claim while the other instance tries
+	round := func() (int, error) {
+		batch, err := db.ClaimDispatches(ctx, 7, time.Minute)
+		if err != nil || len(batch) == 0 {
+			return 0, err
+		}
+		time.Sleep(20 * time.Millisecond) // hold the lease while the other instance claims
+		var ok, refused []string
 		mu.Lock()
-		defer mu.Unlock()
-		var ok []string
 		for _, d := range batch {
 			seen[d.DeliveryID]++
 			if d.Series != 1 || d.AttemptCount != 0 || d.EventType != "check.created" || d.AccountID != tn.AccountID {
@@ -154,11 +157,16 @@ func TestDispatchPendingClaimsEachDeliveryOnce(t *testing.T) {
 			}
 			if len(refusedOnce) < 5 && !refusedOnce[d.DeliveryID] { // Temporal "down" for five
 				refusedOnce[d.DeliveryID] = true
+				refused = append(refused, d.DeliveryID)
 				continue
 			}
 			ok = append(ok, d.DeliveryID)
 		}
-		return ok
+		mu.Unlock()
+		if err := db.MarkDispatched(ctx, ok); err != nil {
+			return 0, err
+		}
+		return len(batch), db.ReleaseDispatches(ctx, refused)
 	}
 	var wg sync.WaitGroup
 	for range 2 {
@@ -166,7 +174,7 @@ func TestDispatchPendingClaimsEachDeliveryOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				n, err := db.DispatchPending(ctx, 7, start)
+				n, err := round()
 				if err != nil {
 					t.Error(err)
 					return
@@ -194,6 +202,56 @@ func TestDispatchPendingClaimsEachDeliveryOnce(t *testing.T) {
 	sort.Ints(counts)
 	if len(seen) != 100 || len(counts) != 0 {
 		t.Fatalf("%d deliveries seen; claimed the wrong number of times: %v", len(seen), counts)
+	}
+}
+
+// A lease left by a dispatcher that died comes back when it expires; a delivery deferred after a
+// failed start is not claimed again until its backoff has passed, and says why it waits.
+func TestDispatchLeaseExpiresAndDeferredRowsBackOff(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	tn, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"})
+	for range 2 {
+		if _, err := db.CreateEvent(ctx, tn, "check.created", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch, err := db.ClaimDispatches(ctx, 10, 300*time.Millisecond) // then "crash"
+	if err != nil || len(batch) != 2 {
+		t.Fatalf("claimed %d, %v", len(batch), err)
+	}
+	if again, _ := db.ClaimDispatches(ctx, 10, time.Minute); len(again) != 0 {
+		t.Fatalf("claimed %d leased rows", len(again))
+	}
+	time.Sleep(400 * time.Millisecond)
+	batch, err = db.ClaimDispatches(ctx, 10, time.Minute)
+	if err != nil || len(batch) != 2 {
+		t.Fatalf("after the lease expired: claimed %d, %v", len(batch), err)
+	}
+	bad := batch[0].DeliveryID
+	if err := db.DeferDispatch(ctx, bad, "workflow type unknown"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MarkDispatched(ctx, []string{batch[1].DeliveryID}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := db.ClaimDispatches(ctx, 10, time.Minute); len(again) != 0 {
+		t.Fatalf("a deferred row was claimed at once")
+	}
+	var failures int
+	var reason string
+	var wait time.Duration
+	if err := db.Pool().QueryRow(ctx, `SELECT dispatch_failures, dispatch_error, dispatch_after - now() FROM deliveries WHERE id = $1`, bad).
+		Scan(&failures, &reason, &wait); err != nil {
+		t.Fatal(err)
+	}
+	if failures != 1 || reason != "workflow type unknown" || wait <= 0 || wait > 2*time.Second {
+		t.Fatalf("failures %d reason %q backoff %s", failures, reason, wait)
+	}
+	time.Sleep(wait + 100*time.Millisecond)
+	again, err := db.ClaimDispatches(ctx, 10, time.Minute)
+	if err != nil || len(again) != 1 || again[0].DeliveryID != bad || again[0].Failures != 1 {
+		t.Fatalf("after the backoff: %+v, %v", again, err)
 	}
 }
 

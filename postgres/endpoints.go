@@ -43,14 +43,23 @@ func (db *DB) CreateEndpoint(ctx context.Context, t bgcheck.Tenant, e bgcheck.We
 			return bgcheck.ValidationError(bgcheck.FieldError{Field: "url",
 				Message: fmt.Sprintf("an account may have at most %d webhook endpoints per mode", MaxEndpointsPerMode)})
 		}
+		id := bgcheck.NewID(bgcheck.PrefixEndpoint)
+		keyID, sealed, err := db.sealSecret(id, e.Secret)
+		if err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
-			INSERT INTO webhook_endpoints (id, account_id, mode, url, events, description, enabled, secret)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+endpointColumns+`, secret`,
-			bgcheck.NewID(bgcheck.PrefixEndpoint), t.AccountID, t.Mode, e.URL, e.Events, e.Description, e.Enabled, e.Secret)
+			INSERT INTO webhook_endpoints (id, account_id, mode, url, events, description, enabled, secret_key_id, secret_sealed)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+endpointColumns,
+			id, t.AccountID, t.Mode, e.URL, e.Events, e.Description, e.Enabled, keyID, sealed)
 		out, err = collectOne[bgcheck.WebhookEndpoint](rows, err)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out.Secret = e.Secret // shown once, at creation; stored only sealed
+	return out, nil
 }
 
 // ListEndpoints returns a page of the tenant's endpoints, newest first.
@@ -84,8 +93,13 @@ func (db *DB) UpdateEndpoint(ctx context.Context, t bgcheck.Tenant, id string, p
 
 // RotateEndpointSecret replaces the endpoint's signing secret; the old one is never used again.
 func (db *DB) RotateEndpointSecret(ctx context.Context, t bgcheck.Tenant, id, secret string) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE webhook_endpoints SET secret = $4, updated_at = now()
-		WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`, id, t.AccountID, t.Mode, secret)
+	keyID, sealed, err := db.sealSecret(id, secret)
+	if err != nil {
+		return err
+	}
+	tag, err := db.pool.Exec(ctx, `UPDATE webhook_endpoints SET secret = NULL, secret_key_id = $4, secret_sealed = $5,
+		updated_at = now() WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`,
+		id, t.AccountID, t.Mode, keyID, sealed)
 	if err != nil {
 		return err
 	}
@@ -115,12 +129,18 @@ func (db *DB) DeleteEndpoint(ctx context.Context, t bgcheck.Tenant, id string) (
 		if tag.RowsAffected() == 0 {
 			return bgcheck.ErrNotFound
 		}
-		rows, err := tx.Query(ctx, `UPDATE deliveries SET status = 'canceled', next_attempt_at = NULL, updated_at = now()
+		// A delivery whose workflow was started is marked for its workflow to be canceled too;
+		// the dispatcher does that, and retries until Temporal confirms.
+		rows, err := tx.Query(ctx, `UPDATE deliveries SET status = 'canceled', next_attempt_at = NULL, updated_at = now(),
+				cancel_workflow = (dispatched_at IS NOT NULL)
 			WHERE endpoint_id = $1 AND status = 'pending' RETURNING id, series`, id)
 		if err != nil {
 			return err
 		}
-		canceled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[CanceledDelivery])
+		if canceled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[CanceledDelivery]); err != nil || len(canceled) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
 		return err
 	})
 	return canceled, err

@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bgcheck/bgcheck"
-	"github.com/bgcheck/bgcheck/webhook"
 )
 
 // DeliveriesChannel is the PostgreSQL notification channel on which new undispatched deliveries
@@ -39,7 +38,7 @@ func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType str
 		// PostgreSQL keeps microseconds: truncate so the stored time and the envelope's agree.
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond),
 	}
-	body, err := webhook.EncodeEnvelope(ev.ID, ev.Type, ev.CreatedAt, data)
+	body, err := bgcheck.EncodeEnvelope(ev.ID, ev.Type, ev.CreatedAt, data)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 
@@ -72,4 +73,25 @@ func countMigrations(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(entries)
+}
+
+// Every statement of the pool is bounded; migrations are not.
+func TestPoolHasAStatementTimeout(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	var got string
+	if err := db.Pool().QueryRow(ctx, `SHOW statement_timeout`).Scan(&got); err != nil || got != "30s" {
+		t.Fatalf("statement_timeout %q, %v", got, err)
+	}
+	short, err := postgres.Open(ctx, pgtest.NewURL(t)+"&statement_timeout=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	if _, err := short.Pool().Exec(ctx, `SELECT pg_sleep(1)`); err == nil || !strings.Contains(err.Error(), "statement timeout") {
+		t.Fatalf("a statement past the URL's timeout: %v", err)
+	}
+	if _, err := short.Migrate(ctx); err != nil {
+		t.Fatalf("migrate under a short pool timeout: %v", err)
+	}
 }

@@ -95,11 +95,22 @@ func (db *DB) RevokeSession(ctx context.Context, sessionID, reason string) error
 	return err
 }
 
-// SessionActive reports whether a sign-in exists and has not been revoked.
-func (db *DB) SessionActive(ctx context.Context, sessionID string) (bool, error) {
-	var active bool
-	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND revoked_at IS NULL)`, sessionID).Scan(&active)
-	return active, err
+// FindSession returns a sign-in with its user's current account and role; an unknown session is
+// bgcheck.ErrNotFound.
+func (db *DB) FindSession(ctx context.Context, sessionID string) (*bgcheck.Session, error) {
+	var s bgcheck.Session
+	var account *string
+	err := db.pool.QueryRow(ctx, `
+		SELECT s.id, s.user_id, u.account_id, u.role, s.revoked_at IS NOT NULL
+		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1`, sessionID).
+		Scan(&s.ID, &s.UserID, &account, &s.Role, &s.Revoked)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if account != nil {
+		s.AccountID = *account
+	}
+	return &s, nil
 }
 
 // CreateMagicLink stores the hash of a sign-in link's token for a user.

@@ -1,6 +1,7 @@
 // Package webhook is the wire format of bgcheck's webhooks: the event types, the envelope every
 // delivery carries, endpoint secrets, and the X-Service-Signature header (API.md §6). Receivers
-// may import it to verify deliveries; it depends on nothing else in the service.
+// may import it to verify deliveries; it depends on nothing in the service but the domain
+// package, which renders the envelopes (bgcheck.EncodeEnvelope).
 package webhook
 
 import (
@@ -11,22 +12,23 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/bgcheck/bgcheck"
 )
 
-// The event types of API.md §6, in the order the spec lists them.
+// The event types of API.md §6 (package bgcheck defines them), in the order the spec lists them.
 const (
-	EventCheckCreated           = "check.created"
-	EventCheckCompleted         = "check.completed"
-	EventCheckFailed            = "check.failed"
-	EventReportReady            = "report.ready"
-	EventAdverseActionCreated   = "adverse_action.created"
-	EventAdverseActionFinalized = "adverse_action.finalized"
-	EventDisputeFiled           = "dispute.filed"
-	EventDisputeResolved        = "dispute.resolved"
-	EventCandidateUpdated       = "candidate.updated"
+	EventCheckCreated           = bgcheck.EventCheckCreated
+	EventCheckCompleted         = bgcheck.EventCheckCompleted
+	EventCheckFailed            = bgcheck.EventCheckFailed
+	EventReportReady            = bgcheck.EventReportReady
+	EventAdverseActionCreated   = bgcheck.EventAdverseActionCreated
+	EventAdverseActionFinalized = bgcheck.EventAdverseActionFinalized
+	EventDisputeFiled           = bgcheck.EventDisputeFiled
+	EventDisputeResolved        = bgcheck.EventDisputeResolved
+	EventCandidateUpdated       = bgcheck.EventCandidateUpdated
 	AllEvents                   = "*" // subscribes an endpoint to every type
 	SignatureHeader             = "X-Service-Signature"
 	signaturePrefix             = "sha256="
@@ -35,14 +37,10 @@ const (
 )
 
 // EventTypes lists every event type an endpoint may subscribe to.
-var EventTypes = []string{
-	EventCheckCreated, EventCheckCompleted, EventCheckFailed, EventReportReady,
-	EventAdverseActionCreated, EventAdverseActionFinalized, EventDisputeFiled,
-	EventDisputeResolved, EventCandidateUpdated,
-}
+var EventTypes = bgcheck.EventTypes
 
 // ValidEventType reports whether t is one of EventTypes.
-func ValidEventType(t string) bool { return slices.Contains(EventTypes, t) }
+func ValidEventType(t string) bool { return bgcheck.ValidEventType(t) }
 
 // NewSecret returns a fresh endpoint secret: "whsec_" and 256 random bits in unpadded base64url.
 // The HMAC key is the whole string's bytes, prefix included, exactly as the caller receives it.
@@ -58,16 +56,6 @@ type Envelope struct {
 	Type      string          `json:"type"`
 	CreatedAt time.Time       `json:"created_at"`
 	Data      json.RawMessage `json:"data"`
-}
-
-// EncodeEnvelope renders the body of an event once. The bytes are stored with the event and sent
-// unchanged on every attempt, so signatures and receivers' deduplication see the same body.
-func EncodeEnvelope(id, eventType string, createdAt time.Time, data any) ([]byte, error) {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(Envelope{ID: id, Type: eventType, CreatedAt: createdAt.UTC(), Data: raw})
 }
 
 // Sign returns the X-Service-Signature value for body: "sha256=" and the lowercase hex

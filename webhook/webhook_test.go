@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bgcheck/bgcheck"
 )
 
 func TestSignMatchesKnownHMAC(t *testing.T) {
@@ -67,7 +69,7 @@ func TestNewSecretHas256RandomBits(t *testing.T) {
 
 func TestEncodeEnvelope(t *testing.T) {
 	at := time.Date(2026, 11, 21, 5, 24, 0, 0, time.FixedZone("X", 3600))
-	body, err := EncodeEnvelope("evt_1", EventCheckCompleted, at, map[string]string{"status": "complete"})
+	body, err := bgcheck.EncodeEnvelope("evt_1", EventCheckCompleted, at, map[string]string{"status": "complete"})
 	if err != nil {
 		t.Fatal(err)
 	}

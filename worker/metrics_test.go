@@ -16,7 +16,8 @@ import (
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/activities"
 	"github.com/bgcheck/bgcheck/config"
-	"github.com/bgcheck/bgcheck/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/devtemporal/temporaltest"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 	"github.com/bgcheck/bgcheck/webhook"
@@ -107,7 +108,7 @@ var sdkCounted = regexp.MustCompile(`(?m)^temporal_request_total\{[^}]*\} [1-9]`
 // Run serves the worker's page on BGCHECK_WORKER_METRICS_ADDR with the Temporal SDK's metrics
 // beside bgcheck's, and stops serving when it stops.
 func TestRunServesSDKMetrics(t *testing.T) {
-	temporal := devtemporal.StartForTest(t, devtemporal.Options{})
+	temporal := temporaltest.Start(t, devtemporal.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the worker to take
 	if err != nil {
 		t.Fatal(err)

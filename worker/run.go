@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/bgcheck/bgcheck/activities"
 	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/screening"
+	"github.com/bgcheck/bgcheck/secretbox"
 	"github.com/bgcheck/bgcheck/workflows"
 )
 
@@ -59,7 +63,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
-	db, err := postgres.Open(ctx, cfg.DatabaseURL)
+	secrets, err := secretbox.Parse(cfg.SecretsKeys())
+	if err != nil {
+		return fmt.Errorf("BGCHECK_SECRETS_KEY: %w", err)
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithSecrets(secrets))
 	if err != nil {
 		return err
 	}
@@ -75,11 +83,27 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		HTTP:    activities.NewHTTPClient(cfg.AllowPrivateWebhookURLs),
 		Log:     log,
 		Metrics: m.Deliveries,
+		Limits:  activities.NewInFlightLimits(cfg.WorkerEndpointConcurrency, cfg.WorkerAccountConcurrency),
 	}, Options{Concurrency: cfg.WorkerConcurrency})
 	if err := w.Start(); err != nil {
 		return err
 	}
-	log.Info("bgcheck-worker polling", "task_queue", workflows.TaskQueue, "concurrency", cfg.WorkerConcurrency)
+	mailer, err := mail.New(cfg.SMTPURL, log)
+	if err != nil {
+		w.Stop()
+		return fmt.Errorf("BGCHECK_SMTP_URL: %w", err)
+	}
+	checks := NewChecks(c, &activities.Checks{
+		DB: db, Mailer: mailer, PortalURL: cfg.PortalURL, Log: log,
+		Sandbox: screening.NewSandbox(cmp.Or(cfg.SandboxSpeed, screening.DefaultSandboxSpeed)),
+	}, &activities.AdverseActions{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL})
+	if err := checks.Start(); err != nil {
+		w.Stop()
+		return err
+	}
+	defer checks.Stop()
+	log.Info("bgcheck-worker polling", "task_queue", workflows.TaskQueue, "concurrency", cfg.WorkerConcurrency,
+		"per_endpoint", cfg.WorkerEndpointConcurrency, "per_account", cfg.WorkerAccountConcurrency)
 	<-ctx.Done()
 	log.Info("stopping: no new tasks; attempts in flight may finish")
 	w.Stop()

@@ -41,3 +41,15 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 	w.RegisterActivity(acts)
 	return w
 }
+
+// NewChecks returns a worker on workflows.CheckTaskQueue with the check and adverse-action
+// workflows and their activities registered. Checks run on their own queue, so their workers and delivery workers
+// scale apart; bgcheck-worker runs one of each.
+func NewChecks(c client.Client, acts *activities.Checks, adverse *activities.AdverseActions) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.CheckTaskQueue, sdkworker.Options{})
+	w.RegisterWorkflow(workflows.CheckWorkflow)
+	w.RegisterWorkflow(workflows.AdverseActionWorkflow)
+	w.RegisterActivity(acts)
+	w.RegisterActivity(adverse)
+	return w
+}

@@ -15,6 +15,36 @@ import (
 // is not a failed delivery attempt and does not advance the schedule.
 const infrastructureRetryDelay = time.Minute
 
+// maxInfrastructureRetryTime bounds how long one attempt is retried when it cannot run. Past it
+// the workflow fails with ErrAttemptCouldNotRun instead of looping for ever; the reconciler
+// (package dispatcher) then fails the delivery with that reason and records the attempt that
+// could not run, and the delivery can be redelivered.
+const maxInfrastructureRetryTime = 24 * time.Hour
+
+// ErrAttemptCouldNotRun is the error type of a workflow whose attempt could not run for
+// maxInfrastructureRetryTime.
+const ErrAttemptCouldNotRun = "AttemptCouldNotRun"
+
+// inFlightLimitsChange names the change that lets an attempt be deferred (its endpoint or
+// account at its in-flight limit): histories from before it replay without deferrals.
+const inFlightLimitsChange = "in-flight-limits"
+
+// deferBackoff is how long a deferred attempt waits before asking again: 2 s, doubling, at
+// most maxDeferBackoff. A timer in Temporal, not a slot held in a worker.
+func deferBackoff(deferrals int) time.Duration {
+	d := 2 * time.Second
+	for i := 1; i < deferrals && d < maxDeferBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxDeferBackoff)
+}
+
+const maxDeferBackoff = time.Minute
+
+// boundedRetriesChange names the change that bounded the infrastructure retries: histories of
+// workflows started before it replay without the bound.
+const boundedRetriesChange = "bounded-infrastructure-retries"
+
 // DeliveryWorkflow runs one attempt series of a delivery: attempt 1 at once, and after each failed
 // attempt a durable sleep from the schedule before the next; it ends when an attempt succeeds,
 // when the endpoint is found deleted or disabled (canceled), or after the last attempt fails.
@@ -36,23 +66,43 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 		},
 	})
 	log := workflow.GetLogger(ctx)
+	bounded := workflow.GetVersion(ctx, boundedRetriesChange, workflow.DefaultVersion, 1) >= 1
+	mayDefer := workflow.GetVersion(ctx, inFlightLimitsChange, workflow.DefaultVersion, 1) >= 1
 
 	attempts := len(in.Schedule) + 1
 	for i := range attempts {
-		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i}
+		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i, MayDefer: mayDefer}
 		if i < len(in.Schedule) {
 			req.RetryAfter = in.Schedule[i]
 		} else {
 			req.Final = true
 		}
 		var res activities.AttemptResult
+		var firstFailure time.Time
+		deferrals := 0
 		for {
 			err := workflow.ExecuteLocalActivity(ctx, acts.DeliverWebhook, req).Get(ctx, &res)
+			if err == nil && res.Deferred {
+				// The endpoint or account has its fill of attempts in flight: wait without
+				// holding a worker slot, then ask again. The schedule does not advance.
+				deferrals++
+				if err := workflow.Sleep(ctx, deferBackoff(deferrals)); err != nil {
+					return canceled(ctx, err)
+				}
+				continue
+			}
 			if err == nil {
 				break
 			}
 			if ctx.Err() != nil {
 				return canceled(ctx, err)
+			}
+			if firstFailure.IsZero() {
+				firstFailure = workflow.Now(ctx)
+			}
+			if bounded && workflow.Now(ctx).Sub(firstFailure) >= maxInfrastructureRetryTime {
+				return DeliveryResult{}, temporal.NewNonRetryableApplicationError(
+					"the attempt could not run for 24 hours: "+err.Error(), ErrAttemptCouldNotRun, err)
 			}
 			log.Warn("delivery attempt could not run; trying again", "delivery_id", in.DeliveryID, "attempt", req.Number, "error", err)
 			if err := workflow.Sleep(ctx, infrastructureRetryDelay); err != nil {

@@ -208,3 +208,60 @@ func TestCancelDuringSleepEndsTheWorkflow(t *testing.T) {
 		t.Fatalf("%d attempts, upserts %v; want 5 attempts and [canceled]", len(log.inputs), upserted)
 	}
 }
+
+// An attempt that cannot run (the database gone for good) is retried for a day, not for ever:
+// then the workflow fails with ErrAttemptCouldNotRun, which the reconciler turns into a failed
+// delivery with the reason recorded.
+func TestInfrastructureRetriesEndAfterADay(t *testing.T) {
+	env, log := newEnv(t, func(int, activities.AttemptInput) (activities.AttemptResult, error) {
+		return activities.AttemptResult{}, errors.New("database unreachable")
+	})
+	env.ExecuteWorkflow(workflows.DeliveryWorkflow, input())
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow still runs")
+	}
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != workflows.ErrAttemptCouldNotRun {
+		t.Fatalf("workflow error %v", err)
+	}
+	last := log.at[len(log.at)-1]
+	if last < 24*time.Hour || last > 25*time.Hour {
+		t.Fatalf("gave up after %s", last)
+	}
+	for _, in := range log.inputs {
+		if in.Number != 1 {
+			t.Fatalf("a failure to run advanced the schedule: %+v", in)
+		}
+	}
+}
+
+// An attempt deferred because its endpoint has its fill of attempts in flight waits durably
+// (2 s, 4 s, 8 s …) and asks again, without advancing the schedule; the workflow marks its
+// attempts as deferrable.
+func TestDeferredAttemptWaitsAndAsksAgain(t *testing.T) {
+	calls := 0
+	env, log := newEnv(t, func(n int, in activities.AttemptInput) (activities.AttemptResult, error) {
+		calls++
+		if !in.MayDefer {
+			t.Error("a new workflow's attempt is not deferrable")
+		}
+		if calls <= 3 {
+			return activities.AttemptResult{Deferred: true}, nil
+		}
+		return activities.AttemptResult{Status: bgcheck.DeliverySucceeded, StatusCode: 204}, nil
+	})
+	env.ExecuteWorkflow(workflows.DeliveryWorkflow, input())
+	res := result(t, env)
+	if res.Status != bgcheck.DeliverySucceeded || res.Attempts != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	want := []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second}
+	if fmt.Sprint(log.at) != fmt.Sprint(want) {
+		t.Fatalf("asked at %v, want %v", log.at, want)
+	}
+	for _, in := range log.inputs {
+		if in.Number != 1 {
+			t.Fatalf("a deferral advanced the schedule: %+v", in)
+		}
+	}
+}

@@ -24,10 +24,19 @@ var (
 	DeliveryStatusKey = temporal.NewSearchAttributeKeyKeyword("DeliveryStatus")
 )
 
+// Search attributes of a check's workflow (with AccountIDKey); the workflow keeps CheckStatus
+// current.
+var (
+	CheckIDKey     = temporal.NewSearchAttributeKeyKeyword("CheckId")
+	CandidateIDKey = temporal.NewSearchAttributeKeyKeyword("CandidateId")
+	CheckStatusKey = temporal.NewSearchAttributeKeyKeyword("CheckStatus")
+)
+
 // SearchAttributes names every custom search attribute; all are Keyword. The Temporal server must
 // have them registered (make dev and the tests do; see the README for a real cluster).
 var SearchAttributes = []string{
 	EventIDKey.GetName(), EventTypeKey.GetName(), EndpointIDKey.GetName(), AccountIDKey.GetName(), DeliveryStatusKey.GetName(),
+	CheckIDKey.GetName(), CandidateIDKey.GetName(), CheckStatusKey.GetName(), AdverseActionStatusKey.GetName(),
 }
 
 // DefaultRetrySchedule is the spec's wait after each failed attempt (API.md §6): six attempts.

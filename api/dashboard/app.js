@@ -200,9 +200,10 @@ async function viewOverview(view) {
   const card = (label, n, id) => el('div', { class: 'card', id }, el('b', {}, n), label);
   view.replaceChildren(
     el('h1', {}, o.account.name),
-    el('div', { class: 'cards' }, card('candidates', o.counts.candidates), card('webhook endpoints', o.counts.webhook_endpoints),
+    el('div', { class: 'cards' }, card('candidates', o.counts.candidates), card('checks', o.counts.checks, 'count-checks'),
+      card('webhook endpoints', o.counts.webhook_endpoints),
       card('events (24 h)', o.counts.events_24h)),
-    el('h2', {}, 'Deliveries by status'),
+    el('h2', {}, 'Deliveries of the last 24 hours by status (pending: all in flight)'),
     el('div', { class: 'cards' }, card('pending', o.deliveries.pending, 'count-pending'), card('succeeded', o.deliveries.succeeded, 'count-succeeded'),
       card('failed', o.deliveries.failed, 'count-failed'), card('canceled', o.deliveries.canceled, 'count-canceled')),
     el('h2', {}, 'Deliveries per hour, last 24 hours'),
@@ -233,10 +234,53 @@ async function viewDeliveries(view, params) {
     page.has_more ? el('p', {}, 'Showing the newest ' + page.data.length + '; narrow the filters to see older ones.') : null);
 }
 
+function checkRows(list) {
+  return list.map((c) => el('tr', {}, el('td', {}, el('a', { href: '#/checks/' + encodeURIComponent(c.id), class: 'check-link' }, c.id)),
+    statusCell(c.status), el('td', {}, c.assessment ?? ''), el('td', {}, c.mode), el('td', {}, c.package),
+    el('td', {}, c.candidate_id), el('td', {}, when(c.created_at)), el('td', {}, when(c.completed_at))));
+}
+
+async function viewChecks(view, params) {
+  const q = new URLSearchParams();
+  for (const k of ['status', 'assessment', 'mode']) if (params.get(k)) q.set(k, params.get(k));
+  const page = await api('GET', '/admin/checks?' + q.toString());
+  const select = (name, options) => el('label', {}, name, el('select', { name },
+    ...['', ...options].map((o) => { const opt = el('option', { value: o }, o || 'any'); if (params.get(name) === o) opt.selected = true; return opt; })));
+  const form = el('form', { class: 'filters', id: 'check-filters' },
+    select('status', ['invitation_pending', 'pending', 'complete', 'suspended', 'canceled', 'failed']),
+    select('assessment', ['clear', 'consider']), select('mode', ['test', 'live']), el('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const f = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) f.set(k, v);
+    location.hash = '#/checks?' + f.toString();
+  });
+  view.replaceChildren(el('h1', {}, 'Checks'), form,
+    el('div', { id: 'check-list' }, table(['Check', 'Status', 'Assessment', 'Mode', 'Package', 'Candidate', 'Created', 'Completed'], checkRows(page.data))),
+    page.has_more ? el('p', {}, 'Showing the newest ' + page.data.length + '; narrow the filters to see older ones.') : null);
+}
+
+async function viewCheck(view, id) {
+  const c = await api('GET', '/admin/checks/' + encodeURIComponent(id));
+  const ui = (config.temporal_ui_url || '').replace(/\/+$/, '');
+  const ns = encodeURIComponent(config.temporal_namespace || 'default');
+  const wf = el('a', { id: 'check-workflow-link', href: `${ui}/namespaces/${ns}/workflows/${encodeURIComponent(c.workflow_id)}`, target: '_blank', rel: 'noopener' },
+    'Workflow in the Temporal UI');
+  view.replaceChildren(el('h1', {}, 'Check ' + c.id),
+    el('p', {}, 'Status ', el('b', { id: 'check-status', class: 'status-' + c.status }, c.status),
+      c.assessment ? ' · assessment ' + c.assessment : '', c.reason ? ' · ' + c.reason : '', ' · ', c.mode, ' · package ', c.package,
+      ' · candidate ', c.candidate_id, ' · check_id ', c.check_id),
+    el('p', {}, wf),
+    el('h2', {}, 'Screenings'),
+    table(['Screening', 'Status', 'Result', 'Reason', 'Completed'], c.screenings.map((s) => el('tr', {}, el('td', {}, s.type),
+      statusCell(s.status), el('td', {}, s.result ?? ''), el('td', {}, s.reason ?? ''), el('td', {}, when(s.completed_at))))));
+}
+
 async function viewDelivery(view, id) {
   const d = await api('GET', '/admin/deliveries/' + encodeURIComponent(id));
   const ui = (config.temporal_ui_url || '').replace(/\/+$/, '');
-  const wf = el('a', { id: 'workflow-link', href: `${ui}/namespaces/default/workflows/${encodeURIComponent(d.id)}`, target: '_blank', rel: 'noopener' },
+  const ns = encodeURIComponent(config.temporal_namespace || 'default');
+  const wf = el('a', { id: 'workflow-link', href: `${ui}/namespaces/${ns}/workflows/${encodeURIComponent(d.workflow_id || d.id)}`, target: '_blank', rel: 'noopener' },
     'Workflow in the Temporal UI');
   const button = el('button', { id: 'redeliver', type: 'button' }, 'Redeliver');
   button.disabled = d.status === 'pending';
@@ -321,6 +365,8 @@ async function route() {
     let name = 'overview';
     if (path === '/deliveries') { name = 'deliveries'; await viewDeliveries(view, params); }
     else if (path.startsWith('/deliveries/')) { name = 'delivery'; await viewDelivery(view, decodeURIComponent(path.slice('/deliveries/'.length))); }
+    else if (path === '/checks') { name = 'checks'; await viewChecks(view, params); }
+    else if (path.startsWith('/checks/')) { name = 'check'; await viewCheck(view, decodeURIComponent(path.slice('/checks/'.length))); }
     else if (path === '/keys') { name = 'keys'; await viewKeys(view); }
     else if (path === '/endpoints') { name = 'endpoints'; await viewEndpoints(view); }
     else await viewOverview(view);

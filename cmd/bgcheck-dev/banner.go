@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"text/template"
 
-	"github.com/bgcheck/bgcheck/devenv"
+	"github.com/bgcheck/bgcheck/internal/dev/devenv"
 )
 
 // banner is what a developer needs to start trying the API.
@@ -47,7 +47,7 @@ Try it, in test mode:
   export BGCHECK_KEY={{.Demo.TestKey}}
 
   # create a webhook endpoint (its signing secret is shown this once); to receive its deliveries,
-  # in another terminal: BGCHECK_WEBHOOK_SECRET=<the secret> go run ./examples/receiver
+  # in another terminal: BGCHECK_WEBHOOK_SECRET=<the secret> go run ./docs/examples/receiver
   curl -sS -X POST {{.BaseURL}}/api/v1/webhooks/endpoints -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"url":"http://127.0.0.1:9000/webhooks","events":["*"]}'
 
   # list webhook endpoints
@@ -63,6 +63,21 @@ Try it, in test mode:
   # send a test event to every endpoint subscribed to its type, and see the deliveries
   curl -sS -X POST {{.BaseURL}}/api/v1/events/test -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d '{"type":"check.completed"}'
   curl -sS {{.BaseURL}}/api/v1/events -H "X-API-Key: $BGCHECK_KEY"
+
+Run a whole background check in the sandbox (a day of the provider's time is a second here):
+
+  # a check of the basic package: the candidate is mailed an invitation; without SMTP its link
+  # is logged below ("the check invitation is logged"): copy the token after token=
+  CHECK=$(curl -sS -X POST {{.BaseURL}}/api/v1/checks -H "X-API-Key: $BGCHECK_KEY" -H 'Content-Type: application/json' -d "{\"candidate_id\":\"$CANDIDATE\",\"package\":\"basic\"}" | grep -o '"id":"chk_[^"]*"' | cut -d '"' -f 4); echo "$CHECK"
+  INVITATION=<the token from the logged link>
+
+  # the candidate signs in with it, reads the disclosure and consents (SSN 111-11-2002: a record is found)
+  CANDIDATE_TOKEN=$(curl -sS -X POST {{.BaseURL}}/api/v1/auth/invitation -H 'Content-Type: application/json' -d "{\"token\":\"$INVITATION\"}" | grep -o '"access_token":"[^"]*"' | cut -d '"' -f 4)
+  curl -sS {{.BaseURL}}/api/v1/consumer/checks/$CHECK -H "Authorization: Bearer $CANDIDATE_TOKEN"
+  curl -sS -X POST {{.BaseURL}}/api/v1/consumer/checks/$CHECK/authorize -H "Authorization: Bearer $CANDIDATE_TOKEN" -H 'Content-Type: application/json' -d '{"ssn":"111-11-2002","address":"1 Main St, Springfield","consent":true}'
+
+  # a few seconds later: complete, assessment consider; check.completed and report.ready reached the receiver
+  curl -sS {{.BaseURL}}/api/v1/checks/$CHECK/report -H "X-API-Key: $BGCHECK_KEY"
 {{if .TemporalUI}}
 Find a delivery's workflow in the Temporal UI by event, endpoint, type or status, e.g.
   {{.TemporalUI}}/namespaces/default/workflows?query=EventType%3D%22check.completed%22

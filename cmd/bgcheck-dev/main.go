@@ -26,10 +26,11 @@ import (
 
 	"github.com/bgcheck/bgcheck/apiserver"
 	"github.com/bgcheck/bgcheck/config"
-	"github.com/bgcheck/bgcheck/devenv"
-	"github.com/bgcheck/bgcheck/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/devenv"
+	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/testserver"
 	"github.com/bgcheck/bgcheck/postgres"
-	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/secretbox"
 	"github.com/bgcheck/bgcheck/webhook/listener"
 	"github.com/bgcheck/bgcheck/worker"
 	"github.com/bgcheck/bgcheck/workflows"
@@ -42,11 +43,11 @@ const usage = `usage:
                               :8233, state in ./.data/temporal.db) unless TEMPORAL_ADDRESS answers;
                               and a worker. Ctrl-C stops them all
   bgcheck-dev test-postgres [-- COMMAND ARGS...]
-                              find PostgreSQL at BGCHECK_TEST_DATABASE_URL (default ` + pgtest.DefaultURL + `)
+                              find PostgreSQL at BGCHECK_TEST_DATABASE_URL (default ` + testserver.DefaultURL + `)
                               or start a throwaway one; run COMMAND with BGCHECK_TEST_DATABASE_URL
                               set and stop the server after it, or without COMMAND print the URL
                               and keep the server until interrupted
-  bgcheck-dev temporal-bin    print the path of the Temporal CLI pinned in tools/temporal, building
+  bgcheck-dev temporal-bin    print the path of the Temporal CLI pinned in internal/dev/temporalcli, building
                               it into ./.data/bin first if need be (minutes, the first time), or
                               $` + devtemporal.BinaryEnv + ` when set
 `
@@ -84,6 +85,14 @@ func main() {
 
 // runDev serves the API with a local database and the demo account until ctx ends.
 func runDev(ctx context.Context) error {
+	if os.Getenv("BGCHECK_ENV") == "" {
+		// A developer's machine: a local database without TLS, sign-in links in the log.
+		os.Setenv("BGCHECK_ENV", "development")
+	}
+	if os.Getenv("BGCHECK_SANDBOX_SPEED") == "" {
+		// A check's screenings take days of the sandbox provider's time: a day a second here.
+		os.Setenv("BGCHECK_SANDBOX_SPEED", "86400")
+	}
 	if os.Getenv("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS") == "" {
 		// Local receivers (http://127.0.0.1:…) are what one tries webhooks with.
 		os.Setenv("BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS", "true")
@@ -113,7 +122,7 @@ func runDev(ctx context.Context) error {
 		return fmt.Errorf("the local webhook receiver (BGCHECK_DEV_RECEIVER_ADDR): %w", err)
 	}
 	receiverURL := "http://" + recvLn.Addr().String() + "/webhooks"
-	demo, created, err := prepareDatabase(ctx, cfg.DatabaseURL, receiverURL)
+	demo, created, err := prepareDatabase(ctx, cfg, receiverURL)
 	if err != nil {
 		recvLn.Close()
 		return err
@@ -182,8 +191,12 @@ func startTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (*d
 
 // prepareDatabase migrates the database and returns the demo account, creating it on first use,
 // with its test-mode endpoint for the local receiver at receiverURL.
-func prepareDatabase(ctx context.Context, dbURL, receiverURL string) (devenv.Demo, bool, error) {
-	db, err := postgres.Open(ctx, dbURL)
+func prepareDatabase(ctx context.Context, cfg config.Config, receiverURL string) (devenv.Demo, bool, error) {
+	secrets, err := secretbox.Parse(cfg.SecretsKeys())
+	if err != nil {
+		return devenv.Demo{}, false, fmt.Errorf("BGCHECK_SECRETS_KEY: %w", err)
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithSecrets(secrets))
 	if err != nil {
 		return devenv.Demo{}, false, err
 	}
@@ -224,7 +237,7 @@ func runTestPostgres(ctx context.Context, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	pg, err := devenv.FindOrStart(ctx, []string{pgtest.ServerURL()},
+	pg, err := devenv.FindOrStart(ctx, []string{testserver.URL()},
 		devenv.StartOptions{DataDir: tmp, Ephemeral: true}, log)
 	if err != nil {
 		return err

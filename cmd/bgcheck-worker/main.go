@@ -4,7 +4,7 @@ package main
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,8 +17,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := config.FromEnv()
+	if err == nil {
+		err = cfg.CheckProduction(config.ProcessWorker)
+	}
 	if err != nil {
-		slog.Error("configuration", "err", err)
+		fmt.Fprintln(os.Stderr, err) // one line per variable at fault
 		os.Exit(2)
 	}
 	log := config.NewLogger(cfg)

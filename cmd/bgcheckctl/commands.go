@@ -14,6 +14,7 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/secretbox"
 )
 
 // openDB connects and applies pending migrations, so every command works on a fresh database.
@@ -27,6 +28,35 @@ func openDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// cmdSecretsRotateKey re-encrypts every endpoint secret not sealed under the current key (and any
+// still in plaintext). Rotation: put the new key in BGCHECK_SECRETS_KEY and the old one in
+// BGCHECK_SECRETS_PREVIOUS_KEYS everywhere, restart, run this, then drop the old key.
+func cmdSecretsRotateKey(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if err := parseFlags(flag.NewFlagSet("secrets rotate-key", flag.ContinueOnError), args); err != nil {
+		return err
+	}
+	if cfg.SecretsKey == "" && cfg.Production() {
+		return errors.New("BGCHECK_SECRETS_KEY is not set: it names the key to re-encrypt under")
+	}
+	secrets, err := secretbox.Parse(cfg.SecretsKeys())
+	if err != nil {
+		return fmt.Errorf("BGCHECK_SECRETS_KEY: %w", err)
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithSecrets(secrets))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	n, err := db.ResealSecrets(ctx, false)
+	if err != nil {
+		return fmt.Errorf("re-encrypted %d endpoint secrets, then: %w", n, err)
+	}
+	return printJSON(stdout, map[string]any{"reencrypted": n, "key_id": secrets.CurrentKeyID()})
 }
 
 func cmdMigrate(ctx context.Context, cfg config.Config, stdout io.Writer) error {
@@ -67,14 +97,14 @@ func cmdBootstrap(ctx context.Context, cfg config.Config, args []string, stdout 
 		return err
 	}
 	// One full-access key per mode, issued by the same rules as keys create.
-	var keys []postgres.NewAPIKey
+	var keys []bgcheck.NewAPIKey
 	out := map[string]string{}
 	for _, mode := range []bgcheck.Mode{bgcheck.ModeTest, bgcheck.ModeLive} {
 		k, err := auth.IssueAPIKey(auth.KeySpec{Mode: mode, Name: "default " + string(mode) + " key"}, time.Now())
 		if err != nil {
 			return err
 		}
-		keys, out[string(mode)+"_key"] = append(keys, postgres.NewAPIKeyFor("", k)), k.Raw
+		keys, out[string(mode)+"_key"] = append(keys, k.Record("")), k.Raw
 	}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
@@ -144,7 +174,7 @@ func cmdKeysCreate(ctx context.Context, cfg config.Config, args []string, stdout
 		return err
 	}
 	defer db.Close()
-	key, err := db.CreateAPIKey(ctx, postgres.NewAPIKeyFor(*account, issued))
+	key, err := db.CreateAPIKey(ctx, issued.Record(*account))
 	if err != nil {
 		if bgcheck.ErrorCode(err) == bgcheck.CodeNotFound {
 			return fmt.Errorf("keys create: no account %s", *account)

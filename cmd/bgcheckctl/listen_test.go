@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/webhook"
 )
 
@@ -81,7 +82,7 @@ func startListen(t *testing.T, args ...string) (string, *lines) {
 // delivery is a request as bgcheck sends it.
 func delivery(t *testing.T, secret, attempt string) (body []byte, header http.Header) {
 	t.Helper()
-	body, err := webhook.EncodeEnvelope("evt_0123456789abcdef", webhook.EventCheckCompleted, time.Now(),
+	body, err := bgcheck.EncodeEnvelope("evt_0123456789abcdef", webhook.EventCheckCompleted, time.Now(),
 		webhook.SampleData(webhook.EventCheckCompleted))
 	if err != nil {
 		t.Fatal(err)

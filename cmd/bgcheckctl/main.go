@@ -25,6 +25,8 @@ commands:
   keys create --account ID --mode test|live [--name N] [--scopes a,b] [--expires-at T] [--allow-ip CIDR]...
   keys revoke ID
   users create --account ID --email E --role admin|consumer [--name N]   (password on stdin)
+  secrets rotate-key                        re-encrypt every webhook signing secret under BGCHECK_SECRETS_KEY
+                                            (the old key in BGCHECK_SECRETS_PREVIOUS_KEYS meanwhile)
   listen --secret whsec_… [--addr 127.0.0.1:9000] [--path /webhooks] [--forward-to URL]
                                             receive deliveries locally: check each signature, print
                                             a line per delivery, optionally forward it; Ctrl-C stops
@@ -58,11 +60,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return cmdListen(ctx, args[1:], stdout)
 	}
 	cfg, err := config.FromEnv()
+	if err == nil {
+		err = cfg.CheckProduction(config.ProcessCLI)
+	}
 	if err != nil {
 		return err
 	}
 	cmd, rest := args[0], args[1:]
-	if (cmd == "keys" || cmd == "users") && len(rest) > 0 {
+	if (cmd == "keys" || cmd == "users" || cmd == "secrets") && len(rest) > 0 {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -76,6 +81,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return cmdKeysRevoke(ctx, cfg, rest, stdout)
 	case "users create":
 		return cmdUsersCreate(ctx, cfg, rest, stdin, stdout)
+	case "secrets rotate-key":
+		return cmdSecretsRotateKey(ctx, cfg, rest, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

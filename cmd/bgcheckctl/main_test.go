@@ -13,6 +13,7 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/secretbox"
 )
 
 func ctl(t *testing.T, stdin string, args ...string) (string, error) {
@@ -128,4 +129,57 @@ func TestOperatorCommands(t *testing.T) {
 	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM api_keys`).Scan(&keys); err != nil || keys != 3 {
 		t.Fatalf("%d keys stored, want 3", keys)
 	}
+}
+
+// secrets rotate-key re-encrypts every endpoint secret under BGCHECK_SECRETS_KEY, opening them
+// with the previous key; afterwards the new key alone reads them.
+func TestSecretsRotateKey(t *testing.T) {
+	url := pgtest.NewURL(t)
+	ctx := context.Background()
+	oldKey, newKey := strings.Repeat("a1", 32), strings.Repeat("b2", 32)
+	openWith := func(current string, previous ...string) *postgres.DB {
+		box, err := secretbox.Parse(current, previous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := postgres.Open(ctx, url, postgres.WithSecrets(box))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		return db
+	}
+	db := openWith(oldKey)
+	acct, _, err := db.Bootstrap(ctx, "Acme", postgres.NewUser{Email: "a@acme.test", Role: bgcheck.RoleAdmin}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := bgcheck.Tenant{AccountID: acct.ID, Mode: bgcheck.ModeTest}
+	if _, err := db.CreateEndpoint(ctx, tn, bgcheck.WebhookEndpoint{URL: "https://example.com/h", Events: []string{"*"}, Enabled: true, Secret: "whsec_x"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DATABASE_URL", url)
+	t.Setenv("BGCHECK_SECRETS_KEY", newKey)
+	t.Setenv("BGCHECK_SECRETS_PREVIOUS_KEYS", "")
+	if _, err := ctl(t, "", "secrets", "rotate-key"); err == nil || !strings.Contains(err.Error(), "previous keys") {
+		t.Fatalf("rotate without the old key: %v", err)
+	}
+	t.Setenv("BGCHECK_SECRETS_PREVIOUS_KEYS", oldKey)
+	out, err := ctl(t, "", "secrets", "rotate-key")
+	if err != nil || !strings.Contains(out, `"reencrypted": 1`) {
+		t.Fatalf("rotate-key: %q %v", out, err)
+	}
+	var keyID string
+	if err := openWith(newKey).Pool().QueryRow(ctx, `SELECT secret_key_id FROM webhook_endpoints`).Scan(&keyID); err != nil || keyID != secretbox.KeyID(mustParseKey(t, newKey)) {
+		t.Fatalf("key id %q, %v", keyID, err)
+	}
+}
+
+func mustParseKey(t *testing.T, s string) []byte {
+	t.Helper()
+	k, err := secretbox.ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -14,25 +14,22 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/internal/dev/testserver"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/secretbox"
 )
 
 // DefaultURL is the server used when BGCHECK_TEST_DATABASE_URL is unset.
-const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+const DefaultURL = testserver.DefaultURL
 
 // ServerURL returns the URL of the maintenance database of the test server.
-func ServerURL() string {
-	if u := os.Getenv("BGCHECK_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return DefaultURL
-}
+func ServerURL() string { return testserver.URL() }
 
 // NewURL creates a fresh, migrated database and returns its URL; the database is dropped when
 // the test ends. Use it when the code under test opens its own connections.
@@ -73,12 +70,23 @@ func NewURL(t testing.TB) string {
 // NewDB returns an open handle on a fresh, migrated database, closed when the test ends.
 func NewDB(t testing.TB) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), NewURL(t))
+	db, err := postgres.Open(context.Background(), NewURL(t), postgres.WithSecrets(SecretBox(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
 	return db
+}
+
+// SecretBox returns the keyring the binaries use in development, as tests' handles need it to
+// store and read endpoint secrets that a worker or API started with a development config shares.
+func SecretBox(t testing.TB) *secretbox.Keyring {
+	t.Helper()
+	box, err := secretbox.Parse(config.DevelopmentSecretsKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
 
 // ensureTemplate returns the name of a template database holding the current migrations,

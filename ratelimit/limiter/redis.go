@@ -1,4 +1,4 @@
-package ratelimit
+package limiter
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/sethvargo/go-limiter"
+	golimiter "github.com/sethvargo/go-limiter"
 	"github.com/sethvargo/go-redisstore"
+
+	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
 // defaultRedisTimeout bounds one Redis round trip (and connecting, and waiting for a pooled
@@ -106,7 +108,7 @@ func redact(raw string) string {
 }
 
 // store returns a go-redisstore store of rule on the shared pool.
-func (b *redisBackend) store(rule Rule) (limiter.Store, error) {
+func (b *redisBackend) store(rule ratelimit.Rule) (golimiter.Store, error) {
 	return redisstore.NewWithPool(&redisstore.Config{Tokens: rule.Limit, Interval: rule.Window}, b.pool)
 }
 
@@ -141,7 +143,7 @@ func (b *redisBackend) try() bool {
 }
 
 // take runs one take on Redis, noting whether Redis answered.
-func (b *redisBackend) take(ctx context.Context, s limiter.Store, key string) (limit, remaining, reset uint64, ok bool, err error) {
+func (b *redisBackend) take(ctx context.Context, s golimiter.Store, key string) (limit, remaining, reset uint64, ok bool, err error) {
 	// Bounds the wait for a pooled connection; the round trip itself has the dial timeouts.
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
