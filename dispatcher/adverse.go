@@ -1,0 +1,79 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/workflows"
+)
+
+// dispatchAdverseActions starts the workflows of new adverse actions and cancels those of
+// withdrawn ones, as for checks: the database first, Temporal after, retried until it answers.
+func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
+	batch, err := d.db.ClaimAdverseStarts(ctx, checkBatch, Lease)
+	if err != nil {
+		return err
+	}
+	var started, failed []string
+	var lastErr error
+	for _, a := range batch {
+		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+		_, err := d.temporal.ExecuteWorkflow(sctx, AdverseActionStartOptions(a), workflows.AdverseActionWorkflow,
+			workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt})
+		cancel()
+		var already *serviceerror.WorkflowExecutionAlreadyStarted
+		if err != nil && !errors.As(err, &already) {
+			failed, lastErr = append(failed, a.ID), err
+			continue
+		}
+		started = append(started, a.ID)
+	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := d.db.MarkAdverseStarted(recordCtx, started, failed); err != nil {
+		return err
+	}
+	if len(started) == 0 && lastErr != nil {
+		return errTemporalRefusedAll{lastErr}
+	}
+	ids, err := d.db.AdverseCancels(ctx, checkBatch)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		cctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+		err := d.temporal.CancelWorkflow(cctx, workflows.AdverseActionWorkflowID(id), "")
+		cancel()
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return err
+		}
+		if err := d.db.AdverseCanceled(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AdverseActionStartOptions are the options of an adverse action's workflow.
+func AdverseActionStartOptions(a postgres.AdverseStart) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                    workflows.AdverseActionWorkflowID(a.ID),
+		TaskQueue:             workflows.CheckTaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.CheckIDKey.ValueSet(a.CheckID),
+			workflows.CandidateIDKey.ValueSet(a.CandidateID),
+			workflows.AccountIDKey.ValueSet(a.AccountID),
+			workflows.AdverseActionStatusKey.ValueSet(string(bgcheck.AdverseActionPending)),
+		),
+	}
+}
