@@ -36,9 +36,12 @@ type AdverseAction struct {
 	WaitingDays  int                 `json:"waiting_days" db:"waiting_days"`
 	NoticeSentAt *time.Time          `json:"notice_sent_at" db:"notice_sent_at"`
 	FinalizeAt   time.Time           `json:"finalize_at" db:"finalize_at"`
-	FinalizedAt  *time.Time          `json:"finalized_at" db:"finalized_at"`
-	CanceledAt   *time.Time          `json:"canceled_at" db:"canceled_at"`
-	CreatedAt    time.Time           `json:"created_at" db:"created_at"`
+	// OnHold is true while a dispute of the check is open: the waiting period is paused, and
+	// FinalizeAt moves out by the time it was held.
+	OnHold      bool       `json:"on_hold" db:"on_hold"`
+	FinalizedAt *time.Time `json:"finalized_at" db:"finalized_at"`
+	CanceledAt  *time.Time `json:"canceled_at" db:"canceled_at"`
+	CreatedAt   time.Time  `json:"created_at" db:"created_at"`
 }
 
 // AddBusinessDays returns t moved forward by n business days (Monday to Friday, in UTC): a

@@ -24,12 +24,15 @@ const (
 	CheckSuspended         CheckStatus = "suspended"
 	CheckCanceled          CheckStatus = "canceled"
 	CheckFailed            CheckStatus = "failed"
+	// CheckDispute is a complete check whose report the candidate disputes: it returns to
+	// complete when the last open dispute is resolved.
+	CheckDispute CheckStatus = "dispute"
 )
 
 // Valid reports whether s is a check status.
 func (s CheckStatus) Valid() bool {
 	switch s {
-	case CheckInvitationPending, CheckPending, CheckComplete, CheckSuspended, CheckCanceled, CheckFailed:
+	case CheckInvitationPending, CheckPending, CheckComplete, CheckSuspended, CheckCanceled, CheckFailed, CheckDispute:
 		return true
 	}
 	return false
@@ -37,7 +40,7 @@ func (s CheckStatus) Valid() bool {
 
 // Finished reports whether a check has reached an end it never leaves.
 func (s CheckStatus) Finished() bool {
-	return s == CheckComplete || s == CheckCanceled || s == CheckFailed
+	return s == CheckComplete || s == CheckCanceled || s == CheckFailed || s == CheckDispute
 }
 
 // Assessment is a complete check's verdict, the spec's disposition: clear, or consider (something
@@ -111,6 +114,9 @@ type Report struct {
 	Assessment  Assessment      `json:"assessment" db:"assessment"`
 	Screenings  []ReportSection `json:"screenings" db:"-"`
 	CreatedAt   time.Time       `json:"created_at" db:"created_at"`
+	// Version counts the report's revisions: 1, then one more after each dispute that changed it.
+	Version   int        `json:"version" db:"version"`
+	RevisedAt *time.Time `json:"revised_at" db:"revised_at"`
 }
 
 // ReportSection is one screening in a report, with the records it found.

@@ -52,6 +52,12 @@ const (
 	CodeAdverseActionOpen Code = "adverse_action_open"
 	// CodeAdverseActionClosed refuses to cancel an adverse action already finalized or canceled.
 	CodeAdverseActionClosed Code = "adverse_action_closed"
+	// CodeReportNotReady refuses a dispute of a check that has no report yet.
+	CodeReportNotReady Code = "report_not_ready"
+	// CodeDisputeOpen refuses a second open dispute of the same screening of a report.
+	CodeDisputeOpen Code = "dispute_open"
+	// CodeDisputeResolved refuses to resolve a dispute a second time.
+	CodeDisputeResolved Code = "dispute_resolved"
 	// CodeInvalidInvitation is an invitation link that is unknown or expired.
 	CodeInvalidInvitation Code = "invalid_invitation"
 	CodeInternal          Code = "internal"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -66,4 +67,16 @@ func (a *AdverseActions) FinalizeAdverseAction(ctx context.Context, id string) e
 		}
 	}
 	return a.DB.FinalizeAdverseAction(ctx, id)
+}
+
+// AdverseReschedule is the new end of an adverse action's waiting period after a dispute held it.
+type AdverseReschedule struct {
+	ID         string
+	FinalizeAt time.Time
+}
+
+// RescheduleAdverseAction records the end of the waiting period that a dispute's hold moved out,
+// so the API shows when the final notice will go.
+func (a *AdverseActions) RescheduleAdverseAction(ctx context.Context, r AdverseReschedule) error {
+	return a.DB.RescheduleAdverseAction(ctx, r.ID, r.FinalizeAt)
 }

@@ -218,7 +218,7 @@ func (s *Server) handleAdminChecks(w http.ResponseWriter, r *http.Request) {
 	mode := bgcheck.Mode(q.Get("mode"))
 	var v validator
 	if f.Status != "" && !f.Status.Valid() {
-		v.add("status", "must be invitation_pending, pending, complete, suspended, canceled or failed")
+		v.add("status", "must be invitation_pending, pending, complete, dispute, suspended, canceled or failed")
 	}
 	if f.Assessment != "" && f.Assessment != bgcheck.AssessmentClear && f.Assessment != bgcheck.AssessmentConsider {
 		v.add("assessment", "must be clear or consider")

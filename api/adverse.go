@@ -23,7 +23,7 @@ type adverseActionRequest struct {
 
 // handleAdverseActionCreate starts an adverse action on a complete check whose assessment is
 // consider: the pre-adverse notice goes to the candidate at once, the final one after
-// waiting_days business days (default and least: 5).
+// waiting_days business days (default: the account's, 5 unless an admin set more; least: 5).
 func (s *Server) handleAdverseActionCreate(w http.ResponseWriter, r *http.Request) {
 	checkID, err := pathID(r, "checkID", bgcheck.PrefixCheck)
 	if err != nil {
@@ -45,7 +45,7 @@ func (s *Server) handleAdverseActionCreate(w http.ResponseWriter, r *http.Reques
 			break
 		}
 	}
-	days := bgcheck.MinWaitingDays
+	days := 0 // the account's default (5 business days unless an admin set more)
 	if req.WaitingDays != nil {
 		days = *req.WaitingDays
 		if days < bgcheck.MinWaitingDays || days > 30 {
@@ -65,6 +65,8 @@ func (s *Server) handleAdverseActionCreate(w http.ResponseWriter, r *http.Reques
 	writeJSON(w, http.StatusCreated, a)
 }
 
+// handleAdverseActionList lists adverse actions, newest first; ?check= narrows them to one check.
+// The same handlers serve API keys (their mode) and the dashboard (both modes, or ?mode=).
 func (s *Server) handleAdverseActionList(w http.ResponseWriter, r *http.Request) {
 	p, err := listParams(r, bgcheck.PrefixAdverseAction)
 	if err != nil {
@@ -76,7 +78,12 @@ func (s *Server) handleAdverseActionList(w http.ResponseWriter, r *http.Request)
 		writeError(w, r, bgcheck.ValidationError(bgcheck.FieldError{Field: "check", Message: "is not a check id"}))
 		return
 	}
-	page, err := s.db.ListAdverseActions(r.Context(), tenantOf(r), checkID, p)
+	scope, err := scopeOf(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	page, err := s.db.ListAdverseActions(r.Context(), scope.accountID, scope.mode, checkID, p)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -90,7 +97,12 @@ func (s *Server) handleAdverseActionGet(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, err)
 		return
 	}
-	a, err := s.db.FindAdverseAction(r.Context(), tenantOf(r), id)
+	scope, err := scopeOf(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	a, err := s.db.FindAdverseAction(r.Context(), scope.accountID, scope.mode, id)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -105,7 +117,12 @@ func (s *Server) handleAdverseActionCancel(w http.ResponseWriter, r *http.Reques
 		writeError(w, r, err)
 		return
 	}
-	a, err := s.db.CancelAdverseAction(r.Context(), tenantOf(r), id)
+	scope, err := scopeOf(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	a, err := s.db.CancelAdverseAction(r.Context(), scope.accountID, scope.mode, id)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -97,7 +97,7 @@ func (s *Server) handleCheckList(w http.ResponseWriter, r *http.Request) {
 		Assessment: bgcheck.Assessment(r.URL.Query().Get("assessment")),
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		v.add("status", "must be invitation_pending, pending, complete, suspended, canceled or failed")
+		v.add("status", "must be invitation_pending, pending, complete, dispute, suspended, canceled or failed")
 	}
 	if f.Assessment != "" && f.Assessment != bgcheck.AssessmentClear && f.Assessment != bgcheck.AssessmentConsider {
 		v.add("assessment", "must be clear or consider")

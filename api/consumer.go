@@ -28,6 +28,10 @@ func (s *Server) consumerRoutes(r chi.Router) {
 	r.Get("/checks/{checkID}", s.handleConsumerCheckGet)
 	r.Post("/checks/{checkID}/authorize", s.handleConsumerAuthorize)
 	r.Get("/reports", s.handleConsumerReports)
+	r.Get("/reports/{checkID}/disputes", s.handleConsumerDisputes)
+	r.Post("/reports/{checkID}/disputes", s.handleConsumerDisputeFile)
+	r.Get("/disputes", s.handleConsumerDisputes)
+	r.Get("/disputes/{disputeID}", s.handleConsumerDisputeGet)
 }
 
 // handleInvitationAccept signs a candidate in with the token of an invitation mail: as the

@@ -41,6 +41,9 @@ var statusOf = map[bgcheck.Code]int{
 	bgcheck.CodeCheckNotAdverse:     http.StatusConflict,
 	bgcheck.CodeAdverseActionOpen:   http.StatusConflict,
 	bgcheck.CodeAdverseActionClosed: http.StatusConflict,
+	bgcheck.CodeReportNotReady:      http.StatusConflict,
+	bgcheck.CodeDisputeOpen:         http.StatusConflict,
+	bgcheck.CodeDisputeResolved:     http.StatusConflict,
 	bgcheck.CodeInternal:            http.StatusInternalServerError,
 	codeMethodNotAllowed:            http.StatusMethodNotAllowed,
 }

@@ -186,6 +186,7 @@ func (s *Server) Handler() http.Handler {
 			r.With(requireScope(bgcheck.ScopeChecksRead)).Get("/packages", s.handlePackageList)
 			r.Route("/checks", s.checkRoutes)
 			r.Route("/adverse-actions", s.adverseActionRoutes)
+			r.Route("/disputes", s.disputeRoutes)
 			if s.extraKeyRoutes != nil {
 				s.extraKeyRoutes(r)
 			}
@@ -241,6 +242,14 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Post("/deliveries/{deliveryID}/redeliver", s.handleAdminRedeliver)
 	r.Get("/checks", s.handleAdminChecks)
 	r.Get("/checks/{checkID}", s.handleAdminCheckGet)
+	r.Get("/adverse-actions", s.handleAdverseActionList)
+	r.Get("/adverse-actions/{adverseActionID}", s.handleAdverseActionGet)
+	r.Post("/adverse-actions/{adverseActionID}/cancel", s.handleAdverseActionCancel)
+	r.Get("/disputes", s.handleDisputeList)
+	r.Get("/disputes/{disputeID}", s.handleDisputeGet)
+	r.Post("/disputes/{disputeID}/resolve", s.handleDisputeResolve)
+	r.Get("/settings", s.handleAdminSettingsGet)
+	r.Patch("/settings", s.handleAdminSettingsUpdate)
 	r.Route("/api-keys", func(r chi.Router) {
 		r.Get("/", s.handleAPIKeyList)
 		r.Post("/", s.handleAPIKeyCreate)

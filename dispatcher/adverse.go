@@ -27,7 +27,7 @@ func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
 	for _, a := range batch {
 		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
 		_, err := d.temporal.ExecuteWorkflow(sctx, AdverseActionStartOptions(a), workflows.AdverseActionWorkflow,
-			workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt})
+			workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt, OnHold: a.OnHold})
 		cancel()
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if err != nil && !errors.As(err, &already) {
@@ -44,6 +44,9 @@ func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
 	if len(started) == 0 && lastErr != nil {
 		return errTemporalRefusedAll{lastErr}
 	}
+	if err := d.signalAdverseHolds(ctx); err != nil {
+		return err
+	}
 	ids, err := d.db.AdverseCancels(ctx, checkBatch)
 	if err != nil {
 		return err
@@ -57,6 +60,28 @@ func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
 			return err
 		}
 		if err := d.db.AdverseCanceled(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// signalAdverseHolds tells started adverse-action workflows that a dispute holds or released
+// them. A workflow that has ended needs telling nothing.
+func (d *Dispatcher) signalAdverseHolds(ctx context.Context) error {
+	holds, err := d.db.AdverseHoldSignals(ctx, checkBatch)
+	if err != nil {
+		return err
+	}
+	for _, h := range holds {
+		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+		err := d.temporal.SignalWorkflow(sctx, workflows.AdverseActionWorkflowID(h.ID), "", workflows.SignalDisputeHold, h.OnHold)
+		cancel()
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return err
+		}
+		if err := d.db.AdverseHoldSignaled(ctx, h); err != nil {
 			return err
 		}
 	}

@@ -138,6 +138,9 @@ func (d *Dispatcher) drain(ctx context.Context) {
 	if err == nil {
 		err = d.dispatchAdverseActions(ctx)
 	}
+	if err == nil {
+		err = d.dispatchDisputes(ctx)
+	}
 	if ctx.Err() == nil {
 		d.noteCheckTrouble(err)
 	}

@@ -31,26 +31,8 @@ The link works until %s. If you did not apply for a job, you can ignore this e-m
 // SendInvitation mails a check's invitation. The send gets 30 seconds in all, less if ctx ends
 // sooner.
 func (s *SMTPSender) SendInvitation(ctx context.Context, inv Invitation) error {
-	m := gomail.NewMsg()
-	if err := m.From(s.from); err != nil {
-		return fmt.Errorf("from: %w", err)
-	}
-	if err := m.To(inv.To); err != nil {
-		return fmt.Errorf("recipient: %w", err)
-	}
-	m.Subject("Your background check: your authorization is needed")
-	m.SetGenHeader(gomail.Header("Auto-Submitted"), "auto-generated")
-	m.SetBodyString(gomail.TypeTextPlain, fmt.Sprintf(invitationText, inv.Name, inv.Link, inv.ExpiresAt.UTC().Format("2 January 2006, 15:04 MST")))
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
-	defer cancel()
-	client, err := s.client(ctx)
-	if err != nil {
-		return err
-	}
-	if err := client.DialAndSendWithContext(ctx, m); err != nil {
-		return fmt.Errorf("smtp %s: %w", s.Addr(), err)
-	}
-	return nil
+	return s.sendText(ctx, []string{inv.To}, "Your background check: your authorization is needed",
+		fmt.Sprintf(invitationText, inv.Name, inv.Link, inv.ExpiresAt.UTC().Format("2 January 2006, 15:04 MST")))
 }
 
 // SendInvitation logs the invitation's link instead of mailing it (development).
@@ -108,11 +90,17 @@ it that is inaccurate or incomplete.
 // SendAdverseNotice mails an adverse-action notice.
 func (s *SMTPSender) SendAdverseNotice(ctx context.Context, n AdverseNotice) error {
 	subject, body := adverseText(n)
+	return s.sendText(ctx, []string{n.To}, subject, body)
+}
+
+// sendText mails a plain-text, automatically generated message. The send gets 30 seconds in all,
+// less if ctx ends sooner.
+func (s *SMTPSender) sendText(ctx context.Context, to []string, subject, body string) error {
 	m := gomail.NewMsg()
 	if err := m.From(s.from); err != nil {
 		return fmt.Errorf("from: %w", err)
 	}
-	if err := m.To(n.To); err != nil {
+	if err := m.To(to...); err != nil {
 		return fmt.Errorf("recipient: %w", err)
 	}
 	m.Subject(subject)

@@ -14,6 +14,7 @@ type Sender interface {
 	SendMagicLink(ctx context.Context, to, link string) error
 	SendInvitation(ctx context.Context, inv Invitation) error
 	SendAdverseNotice(ctx context.Context, n AdverseNotice) error
+	SendDisputeWarning(ctx context.Context, w DisputeWarning) error
 }
 
 // New returns the sender BGCHECK_SMTP_URL asks for: an SMTPSender for smtpURL (see

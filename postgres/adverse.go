@@ -10,7 +10,7 @@ import (
 )
 
 const adverseColumns = `id, check_id, account_id, mode, candidate_id, status, reasons, waiting_days, notice_sent_at,
-	finalize_at, finalized_at, canceled_at, created_at`
+	finalize_at, on_hold, finalized_at, canceled_at, created_at`
 
 // ErrAdverseActionOpen refuses a second adverse action while one is pending for the check.
 var ErrAdverseActionOpen = bgcheck.Errorf(bgcheck.CodeAdverseActionOpen,
@@ -19,7 +19,7 @@ var ErrAdverseActionOpen = bgcheck.Errorf(bgcheck.CodeAdverseActionOpen,
 // CreateAdverseAction starts an adverse action on one of the tenant's checks, which must be
 // complete with the assessment consider: the row and adverse_action.created in one transaction,
 // and the dispatcher woken to start its workflow (which sends the pre-adverse notice). The final
-// notice is due waitingDays business days from now.
+// notice is due waitingDays business days from now; 0 means the account's default.
 func (db *DB) CreateAdverseAction(ctx context.Context, t bgcheck.Tenant, checkID string, reasons []string, waitingDays int) (*bgcheck.AdverseAction, error) {
 	id := bgcheck.NewID(bgcheck.PrefixAdverseAction)
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
@@ -34,6 +34,11 @@ func (db *DB) CreateAdverseAction(ctx context.Context, t bgcheck.Tenant, checkID
 		if status != bgcheck.CheckComplete || assessment == nil || *assessment != bgcheck.AssessmentConsider {
 			return bgcheck.Errorf(bgcheck.CodeCheckNotAdverse,
 				"an adverse action needs a complete check whose assessment is consider (this one is %s)", status)
+		}
+		if waitingDays == 0 {
+			if err := tx.QueryRow(ctx, `SELECT adverse_waiting_days FROM accounts WHERE id = $1`, t.AccountID).Scan(&waitingDays); err != nil {
+				return err
+			}
 		}
 		finalizeAt := bgcheck.AddBusinessDays(time.Now(), waitingDays)
 		_, err = tx.Exec(ctx, `INSERT INTO adverse_actions (id, account_id, mode, check_id, candidate_id, status, reasons, waiting_days, finalize_at)
@@ -56,7 +61,7 @@ func (db *DB) CreateAdverseAction(ctx context.Context, t bgcheck.Tenant, checkID
 	if err != nil {
 		return nil, err
 	}
-	return db.FindAdverseAction(ctx, t, id)
+	return db.FindAdverseAction(ctx, t.AccountID, t.Mode, id)
 }
 
 func withCheckUUID(a *bgcheck.AdverseAction) *bgcheck.AdverseAction {
@@ -64,10 +69,11 @@ func withCheckUUID(a *bgcheck.AdverseAction) *bgcheck.AdverseAction {
 	return a
 }
 
-// FindAdverseAction returns one of the tenant's adverse actions.
-func (db *DB) FindAdverseAction(ctx context.Context, t bgcheck.Tenant, id string) (*bgcheck.AdverseAction, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+adverseColumns+` FROM adverse_actions WHERE id = $1 AND account_id = $2 AND mode = $3`,
-		id, t.AccountID, t.Mode)
+// FindAdverseAction returns one of the account's adverse actions of mode, or of either mode when
+// mode is "" (the dashboard).
+func (db *DB) FindAdverseAction(ctx context.Context, accountID string, mode bgcheck.Mode, id string) (*bgcheck.AdverseAction, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+adverseColumns+` FROM adverse_actions WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3)`,
+		id, accountID, mode)
 	a, err := collectOne[bgcheck.AdverseAction](rows, err)
 	if err != nil {
 		return nil, err
@@ -75,37 +81,38 @@ func (db *DB) FindAdverseAction(ctx context.Context, t bgcheck.Tenant, id string
 	return withCheckUUID(a), nil
 }
 
-// ListAdverseActions returns a page of the tenant's adverse actions, newest first; checkID ""
-// means every check's.
-func (db *DB) ListAdverseActions(ctx context.Context, t bgcheck.Tenant, checkID string, p bgcheck.ListParams) (bgcheck.Page[*bgcheck.AdverseAction], error) {
+// ListAdverseActions returns a page of the account's adverse actions of mode ("" for both),
+// newest first; checkID "" means every check's.
+func (db *DB) ListAdverseActions(ctx context.Context, accountID string, mode bgcheck.Mode, checkID string, p bgcheck.ListParams) (bgcheck.Page[*bgcheck.AdverseAction], error) {
 	pg, err := page(ctx, db, p, func(a *bgcheck.AdverseAction) string { return a.ID }, `
 		SELECT `+adverseColumns+` FROM adverse_actions
-		WHERE account_id = $1 AND mode = $2 AND ($3 = '' OR check_id = $3) AND ($4 = '' OR id < $4)
-		ORDER BY id DESC LIMIT $5`, t.AccountID, t.Mode, checkID)
+		WHERE account_id = $1 AND ($2 = '' OR mode = $2) AND ($3 = '' OR check_id = $3) AND ($4 = '' OR id < $4)
+		ORDER BY id DESC LIMIT $5`, accountID, mode, checkID)
 	for _, a := range pg.Data {
 		withCheckUUID(a)
 	}
 	return pg, err
 }
 
-// CancelAdverseAction withdraws a pending adverse action: no final notice will be sent. One
+// CancelAdverseAction withdraws a pending adverse action of the account's (of mode, or either
+// when mode is ""): no final notice will be sent. One
 // already finalized or canceled is bgcheck.CodeAdverseActionClosed.
-func (db *DB) CancelAdverseAction(ctx context.Context, t bgcheck.Tenant, id string) (*bgcheck.AdverseAction, error) {
+func (db *DB) CancelAdverseAction(ctx context.Context, accountID string, mode bgcheck.Mode, id string) (*bgcheck.AdverseAction, error) {
 	tag, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET status = 'canceled', canceled_at = now(), updated_at = now(),
-			cancel_workflow = (workflow_started_at IS NOT NULL)
-		WHERE id = $1 AND account_id = $2 AND mode = $3 AND status = 'pending'`, id, t.AccountID, t.Mode)
+			cancel_workflow = (workflow_started_at IS NOT NULL), hold_signal_pending = false
+		WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3) AND status = 'pending'`, id, accountID, mode)
 	if err != nil {
 		return nil, err
 	}
 	if tag.RowsAffected() == 0 {
-		a, err := db.FindAdverseAction(ctx, t, id)
+		a, err := db.FindAdverseAction(ctx, accountID, mode, id)
 		if err != nil {
 			return nil, err
 		}
 		return nil, bgcheck.Errorf(bgcheck.CodeAdverseActionClosed, "this adverse action is already %s", a.Status)
 	}
 	_, _ = db.pool.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
-	return db.FindAdverseAction(ctx, t, id)
+	return db.FindAdverseAction(ctx, accountID, mode, id)
 }
 
 // AdverseRun is what an adverse action's workflow and activities need.
@@ -185,6 +192,7 @@ type AdverseStart struct {
 	CheckID     string
 	CandidateID string
 	FinalizeAt  time.Time
+	OnHold      bool // a dispute of the check is open: the workflow starts held
 }
 
 // ClaimAdverseStarts leases up to limit pending adverse actions whose workflow has not started.
@@ -198,7 +206,7 @@ func (db *DB) ClaimAdverseStarts(ctx context.Context, limit int, lease time.Dura
 			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
 		) claimed
 		WHERE a.id = claimed.id
-		RETURNING a.id, a.account_id, a.check_id, a.candidate_id, a.finalize_at`, limit, lease.Milliseconds())
+		RETURNING a.id, a.account_id, a.check_id, a.candidate_id, a.finalize_at, a.on_hold`, limit, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -232,5 +240,52 @@ func (db *DB) AdverseCancels(ctx context.Context, limit int) ([]string, error) {
 // AdverseCanceled records that an adverse action's workflow was canceled (or is gone).
 func (db *DB) AdverseCanceled(ctx context.Context, id string) error {
 	_, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET cancel_workflow = false WHERE id = $1`, id)
+	return err
+}
+
+// AdverseHold is what an adverse action's workflow is to be told: whether a dispute holds it.
+type AdverseHold struct {
+	ID     string
+	OnHold bool
+}
+
+// AdverseHoldSignals returns up to limit adverse actions whose workflow, started, has still to be
+// told that a dispute holds or released it.
+func (db *DB) AdverseHoldSignals(ctx context.Context, limit int) ([]AdverseHold, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, on_hold FROM adverse_actions
+		WHERE hold_signal_pending AND workflow_started_at IS NOT NULL ORDER BY id LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[AdverseHold])
+}
+
+// AdverseHoldSignaled records that the workflow was told h; a hold that changed meanwhile stays
+// pending, so the workflow hears the newer one too.
+func (db *DB) AdverseHoldSignaled(ctx context.Context, h AdverseHold) error {
+	_, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET hold_signal_pending = false WHERE id = $1 AND on_hold = $2`, h.ID, h.OnHold)
+	return err
+}
+
+// RescheduleAdverseAction records the end of an adverse action's waiting period moved out by a
+// hold, as its workflow computed it.
+func (db *DB) RescheduleAdverseAction(ctx context.Context, id string, finalizeAt time.Time) error {
+	_, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET finalize_at = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`,
+		id, finalizeAt)
+	return err
+}
+
+// AdverseWaitingDays returns the account's default waiting period of an adverse action, in
+// business days.
+func (db *DB) AdverseWaitingDays(ctx context.Context, accountID string) (int, error) {
+	var days int
+	err := db.pool.QueryRow(ctx, `SELECT adverse_waiting_days FROM accounts WHERE id = $1`, accountID).Scan(&days)
+	return days, notFound(err)
+}
+
+// SetAdverseWaitingDays sets the account's default waiting period (5 to 30 business days); it
+// applies to adverse actions created after.
+func (db *DB) SetAdverseWaitingDays(ctx context.Context, accountID string, days int) error {
+	_, err := db.pool.Exec(ctx, `UPDATE accounts SET adverse_waiting_days = $2 WHERE id = $1`, accountID, days)
 	return err
 }

@@ -133,7 +133,7 @@ func (db *DB) CancelCheck(ctx context.Context, t bgcheck.Tenant, id string) (*bg
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE checks SET status = 'canceled', reason = $4, updated_at = now(),
 				cancel_workflow = (workflow_started_at IS NOT NULL), signal_authorized = false
-			WHERE id = $1 AND account_id = $2 AND mode = $3 AND status NOT IN ('complete', 'canceled', 'failed')`,
+			WHERE id = $1 AND account_id = $2 AND mode = $3 AND status NOT IN ('complete', 'dispute', 'canceled', 'failed')`,
 			id, t.AccountID, t.Mode, bgcheck.ReasonCanceledByCustomer)
 		if err != nil {
 			return err
@@ -176,7 +176,7 @@ func endCheck(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, id string, statu
 // FindReport returns the report of one of the tenant's checks; a check without one (not
 // complete) is bgcheck.ErrNotFound.
 func (db *DB) FindReport(ctx context.Context, t bgcheck.Tenant, checkID string) (*bgcheck.Report, error) {
-	rows, err := db.pool.Query(ctx, `SELECT r.id, r.check_id, r.account_id, r.mode, r.candidate_id, c.package, r.assessment, r.created_at
+	rows, err := db.pool.Query(ctx, `SELECT r.id, r.check_id, r.account_id, r.mode, r.candidate_id, c.package, r.assessment, r.created_at, r.version, r.revised_at
 		FROM reports r JOIN checks c ON c.id = r.check_id WHERE r.check_id = $1 AND r.account_id = $2 AND r.mode = $3`,
 		checkID, t.AccountID, t.Mode)
 	r, err := collectOne[bgcheck.Report](rows, err)

@@ -158,7 +158,7 @@ func (db *DB) AuthorizeCheck(ctx context.Context, userID, checkID string, d Cand
 // ConsumerReports returns the reports of every candidate the consumer user is, newest first:
 // every consumer has the right to a copy of their own.
 func (db *DB) ConsumerReports(ctx context.Context, userID string) ([]*bgcheck.Report, error) {
-	rows, err := db.pool.Query(ctx, `SELECT r.id, r.check_id, r.account_id, r.mode, r.candidate_id, c.package, r.assessment, r.created_at
+	rows, err := db.pool.Query(ctx, `SELECT r.id, r.check_id, r.account_id, r.mode, r.candidate_id, c.package, r.assessment, r.created_at, r.version, r.revised_at
 		FROM reports r JOIN checks c ON c.id = r.check_id`+consumerChecksWhere+`ORDER BY r.id DESC LIMIT 100`, userID)
 	if err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func (db *DB) RecordScreening(ctx context.Context, u ScreeningUpdate) error {
 		UPDATE check_screenings s SET status = $3, result = nullif($4, ''), records = $5, reason = nullif($6, ''),
 			completed_at = CASE WHEN $3 IN ('complete', 'failed') THEN coalesce(s.completed_at, now()) END
 		FROM checks c
-		WHERE s.check_id = $1 AND s.type = $2 AND c.id = s.check_id AND c.status NOT IN ('complete', 'canceled', 'failed')`,
+		WHERE s.check_id = $1 AND s.type = $2 AND c.id = s.check_id AND c.status NOT IN ('complete', 'dispute', 'canceled', 'failed')`,
 		u.CheckID, u.Type, u.Status, u.Result, u.Records, u.Reason)
 	return err
 }
@@ -154,7 +154,7 @@ func (db *DB) FailCheck(ctx context.Context, checkID string, status bgcheck.Chec
 	return db.inTx(ctx, func(tx pgx.Tx) error {
 		var t bgcheck.Tenant
 		tag, err := tx.Exec(ctx, `UPDATE checks SET status = $2, reason = $3, updated_at = now(), signal_authorized = false
-			WHERE id = $1 AND status NOT IN ('complete', 'canceled', 'failed')`, checkID, status, reason)
+			WHERE id = $1 AND status NOT IN ('complete', 'dispute', 'canceled', 'failed')`, checkID, status, reason)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}

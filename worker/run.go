@@ -96,7 +96,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	checks := NewChecks(c, &activities.Checks{
 		DB: db, Mailer: mailer, PortalURL: cfg.PortalURL, Log: log,
 		Sandbox: screening.NewSandbox(cmp.Or(cfg.SandboxSpeed, screening.DefaultSandboxSpeed)),
-	}, &activities.AdverseActions{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL})
+	}, &activities.AdverseActions{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
+		&activities.Disputes{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL})
 	if err := checks.Start(); err != nil {
 		w.Stop()
 		return err

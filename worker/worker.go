@@ -42,14 +42,16 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 	return w
 }
 
-// NewChecks returns a worker on workflows.CheckTaskQueue with the check and adverse-action
-// workflows and their activities registered. Checks run on their own queue, so their workers and delivery workers
+// NewChecks returns a worker on workflows.CheckTaskQueue with the check, adverse-action and
+// dispute workflows and their activities registered. Checks run on their own queue, so their workers and delivery workers
 // scale apart; bgcheck-worker runs one of each.
-func NewChecks(c client.Client, acts *activities.Checks, adverse *activities.AdverseActions) sdkworker.Worker {
+func NewChecks(c client.Client, acts *activities.Checks, adverse *activities.AdverseActions, disputes *activities.Disputes) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.CheckTaskQueue, sdkworker.Options{})
 	w.RegisterWorkflow(workflows.CheckWorkflow)
 	w.RegisterWorkflow(workflows.AdverseActionWorkflow)
+	w.RegisterWorkflow(workflows.DisputeWorkflow)
 	w.RegisterActivity(acts)
 	w.RegisterActivity(adverse)
+	w.RegisterActivity(disputes)
 	return w
 }

@@ -36,7 +36,7 @@ var (
 // have them registered (make dev and the tests do; see the README for a real cluster).
 var SearchAttributes = []string{
 	EventIDKey.GetName(), EventTypeKey.GetName(), EndpointIDKey.GetName(), AccountIDKey.GetName(), DeliveryStatusKey.GetName(),
-	CheckIDKey.GetName(), CandidateIDKey.GetName(), CheckStatusKey.GetName(), AdverseActionStatusKey.GetName(),
+	CheckIDKey.GetName(), CandidateIDKey.GetName(), CheckStatusKey.GetName(), AdverseActionStatusKey.GetName(), DisputeStatusKey.GetName(),
 }
 
 // DefaultRetrySchedule is the spec's wait after each failed attempt (API.md §6): six attempts.

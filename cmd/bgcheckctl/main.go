@@ -1,5 +1,5 @@
 // Command bgcheckctl is the operator's tool (API.md §9): apply migrations, bootstrap an account,
-// issue and revoke API keys, and create portal users; and, for developers, a local webhook
+// issue and revoke API keys, create portal users, and resolve disputes as the agency; and, for developers, a local webhook
 // receiver that checks signatures (listen).
 package main
 
@@ -25,6 +25,8 @@ commands:
   keys create --account ID --mode test|live [--name N] [--scopes a,b] [--expires-at T] [--allow-ip CIDR]...
   keys revoke ID
   users create --account ID --email E --role admin|consumer [--name N]   (password on stdin)
+  disputes resolve ID --resolution corrected|verified|deleted [--note N]
+                                            resolve a dispute of any mode, as the reporting agency
   secrets rotate-key                        re-encrypt every webhook signing secret under BGCHECK_SECRETS_KEY
                                             (the old key in BGCHECK_SECRETS_PREVIOUS_KEYS meanwhile)
   listen --secret whsec_… [--addr 127.0.0.1:9000] [--path /webhooks] [--forward-to URL]
@@ -67,7 +69,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	cmd, rest := args[0], args[1:]
-	if (cmd == "keys" || cmd == "users" || cmd == "secrets") && len(rest) > 0 {
+	if (cmd == "keys" || cmd == "users" || cmd == "secrets" || cmd == "disputes") && len(rest) > 0 {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return cmdKeysRevoke(ctx, cfg, rest, stdout)
 	case "users create":
 		return cmdUsersCreate(ctx, cfg, rest, stdin, stdout)
+	case "disputes resolve":
+		return cmdDisputesResolve(ctx, cfg, rest, stdout)
 	case "secrets rotate-key":
 		return cmdSecretsRotateKey(ctx, cfg, rest, stdout)
 	case "help", "-h", "--help":

@@ -1,0 +1,79 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/workflows"
+)
+
+// dispatchDisputes starts the workflows of new disputes and tells those of resolved ones, as for
+// adverse actions: the database first, Temporal after, retried until it answers.
+func (d *Dispatcher) dispatchDisputes(ctx context.Context) error {
+	batch, err := d.db.ClaimDisputeStarts(ctx, checkBatch, Lease)
+	if err != nil {
+		return err
+	}
+	var started, failed []string
+	var lastErr error
+	for _, s := range batch {
+		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+		_, err := d.temporal.ExecuteWorkflow(sctx, DisputeStartOptions(s), workflows.DisputeWorkflow,
+			workflows.DisputeInput{ID: s.ID, DueAt: s.DueAt})
+		cancel()
+		var already *serviceerror.WorkflowExecutionAlreadyStarted
+		if err != nil && !errors.As(err, &already) {
+			failed, lastErr = append(failed, s.ID), err
+			continue
+		}
+		started = append(started, s.ID)
+	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := d.db.MarkDisputesStarted(recordCtx, started, failed); err != nil {
+		return err
+	}
+	if len(started) == 0 && lastErr != nil {
+		return errTemporalRefusedAll{lastErr}
+	}
+	ids, err := d.db.DisputeSignals(ctx, checkBatch)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+		err := d.temporal.SignalWorkflow(sctx, workflows.DisputeWorkflowID(id), "", workflows.SignalDisputeResolved, nil)
+		cancel()
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return err
+		}
+		if err := d.db.DisputeSignaled(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DisputeStartOptions are the options of a dispute's workflow.
+func DisputeStartOptions(s postgres.DisputeStart) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                    workflows.DisputeWorkflowID(s.ID),
+		TaskQueue:             workflows.CheckTaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.CheckIDKey.ValueSet(s.CheckID),
+			workflows.CandidateIDKey.ValueSet(s.CandidateID),
+			workflows.AccountIDKey.ValueSet(s.AccountID),
+			workflows.DisputeStatusKey.ValueSet(string(bgcheck.DisputeOpen)),
+		),
+	}
+}
