@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,8 +15,12 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/mail/mailtest"
+	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/webhook"
 	"github.com/bgcheck/bgcheck/workflows"
 )
@@ -153,17 +158,8 @@ func TestACheckFromInvitationToReport(t *testing.T) {
 	})
 	// Deliveries run in parallel, so they may arrive in any order (as with Checkr's); the events
 	// were created in this order, which their ids (time-ordered) and created_at say.
-	var envs []webhook.Envelope
-	for _, h := range rc.got() {
-		var env webhook.Envelope
-		if err := json.Unmarshal(h.body, &env); err != nil {
-			t.Fatal(err)
-		}
-		envs = append(envs, env)
-	}
-	slices.SortFunc(envs, func(a, b webhook.Envelope) int { return strings.Compare(a.ID, b.ID) })
 	var order []string
-	for _, env := range envs {
+	for _, env := range rc.envelopesInCreationOrder(t) {
 		var data map[string]any
 		_ = json.Unmarshal(env.Data, &data)
 		if data["check_id"] != check.CheckID {
@@ -220,9 +216,160 @@ func TestACheckFromInvitationToReport(t *testing.T) {
 		desc, err := tc.DescribeWorkflowExecution(context.Background(), workflows.AdverseActionWorkflowID(aa.ID), "")
 		return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	})
+
+	s.disputeTheReport(rc, session.AccessToken, check.ID, check.CheckID)
+}
+
+// disputeTheReport goes on from a complete consider check whose adverse action was withdrawn: a
+// new adverse action; the candidate disputes the national criminal search from the consumer
+// routes, which holds the adverse action's workflow (a signal); an admin, signed in over HTTP,
+// resolves the dispute as verified (the workflow is released and reschedules the final notice);
+// a second dispute is resolved as corrected, which revises the report to clear, sends
+// check.completed again, and withdraws the adverse action. Every event arrives signed, and the
+// events of the check were created in the order the flow caused them.
+func (s *stack) disputeTheReport(rc *receiver, consumerToken, checkID, checkUUID string) {
+	t := s.t
+	tc := s.temporalClient()
+	var aa struct {
+		ID, Status string
+		OnHold     bool `json:"on_hold"`
+	}
+	s.call("POST", "/api/v1/checks/"+checkID+"/adverse-actions", map[string]any{"reasons": []string{"a record relevant to the role"}}, http.StatusCreated, &aa)
+	waitFor(t, 30*time.Second, "the second adverse action's workflow", func() bool {
+		_, err := tc.DescribeWorkflowExecution(context.Background(), workflows.AdverseActionWorkflowID(aa.ID), "")
+		return err == nil
+	})
+	admin := s.adminToken()
+	dispute := func(reason string) (d struct{ ID, Status string }) {
+		s.bearerCall(consumerToken, "POST", "/api/v1/consumer/reports/"+checkID+"/disputes",
+			map[string]any{"screening": "national_criminal", "reason": reason}, http.StatusCreated, &d)
+		return d
+	}
+	holdSignals := func(n int) {
+		waitFor(t, 30*time.Second, fmt.Sprintf("%d hold signals reach the adverse action's workflow", n), func() bool {
+			return countSignals(t, tc, workflows.AdverseActionWorkflowID(aa.ID)) >= n
+		})
+	}
+
+	first := dispute("the record is not mine")
+	s.call("GET", "/api/v1/adverse-actions/"+aa.ID, nil, http.StatusOK, &aa)
+	if !aa.OnHold || aa.Status != "pending" {
+		t.Fatalf("during the dispute the adverse action is %+v", aa)
+	}
+	holdSignals(1)
+	s.bearerCall(admin, "POST", "/api/v1/admin/disputes/"+first.ID+"/resolve", map[string]any{"resolution": "verified"}, http.StatusOK, nil)
+	holdSignals(2)
+	waitFor(t, 30*time.Second, "the dispute's workflow ends", func() bool {
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), workflows.DisputeWorkflowID(first.ID), "")
+		return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
+	if *flagUpdateHistory {
+		saveHistory(t, tc, workflows.DisputeWorkflowID(first.ID), "dispute_history.json")
+	}
+
+	second := dispute("the record was expunged")
+	holdSignals(3)
+	s.bearerCall(admin, "POST", "/api/v1/admin/disputes/"+second.ID+"/resolve",
+		map[string]any{"resolution": "corrected", "note": "expunged in 2019"}, http.StatusOK, nil)
+	var c struct{ Status, Assessment string }
+	s.call("GET", "/api/v1/checks/"+checkID, nil, http.StatusOK, &c)
+	s.call("GET", "/api/v1/adverse-actions/"+aa.ID, nil, http.StatusOK, &aa)
+	if c.Status != "complete" || c.Assessment != "clear" || aa.Status != "canceled" {
+		t.Fatalf("after the correction: check %+v, adverse action %+v", c, aa)
+	}
+	waitFor(t, 30*time.Second, "the adverse action's workflow canceled", func() bool {
+		desc, err := tc.DescribeWorkflowExecution(context.Background(), workflows.AdverseActionWorkflowID(aa.ID), "")
+		return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	})
+	if *flagUpdateHistory {
+		saveHistory(t, tc, workflows.AdverseActionWorkflowID(aa.ID), "adverse_history.json")
+	}
+
+	want := []string{"check.created", "check.completed", "report.ready", "adverse_action.created", "adverse_action.created",
+		"dispute.filed", "dispute.resolved", "dispute.filed", "dispute.resolved", "report.ready", "check.completed"}
+	var order []string
+	waitFor(t, 30*time.Second, "the dispute's events delivered", func() bool {
+		order = order[:0]
+		for _, env := range rc.envelopesInCreationOrder(t) {
+			var data map[string]any
+			_ = json.Unmarshal(env.Data, &data)
+			if data["check_id"] == checkUUID {
+				order = append(order, env.Type)
+			}
+		}
+		return len(order) >= len(want)
+	})
+	if !slices.Equal(order, want) {
+		t.Fatalf("events of the check, in order of creation: %v, want %v", order, want)
+	}
+	for _, h := range rc.got() {
+		if !h.sigOK {
+			t.Error("a delivery's signature does not verify")
+		}
+	}
+}
+
+// adminToken creates an admin of the stack's account with a password and signs in over HTTP.
+func (s *stack) adminToken() string {
+	s.t.Helper()
+	const password = "correct horse battery"
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var accountID string
+	if err := s.db.Pool().QueryRow(context.Background(), `SELECT account_id FROM api_keys LIMIT 1`).Scan(&accountID); err != nil {
+		s.t.Fatal(err)
+	}
+	email := bgcheck.NewID("admin") + "@e2e.test"
+	if _, err := s.db.CreateUser(context.Background(), postgres.NewUser{AccountID: accountID, Email: email,
+		Role: bgcheck.RoleAdmin, PasswordHash: hash}); err != nil {
+		s.t.Fatal(err)
+	}
+	var pair struct {
+		AccessToken string `json:"access_token"`
+	}
+	s.bearerCall("", "POST", "/api/v1/auth/login", map[string]any{"email": email, "password": password}, http.StatusOK, &pair)
+	return pair.AccessToken
+}
+
+// countSignals counts the signals in a workflow's history.
+func countSignals(t testing.TB, tc client.Client, workflowID string) int {
+	iter := tc.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
+	n := 0
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
+			n++
+		}
+	}
+	return n
 }
 
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// envelopesInCreationOrder decodes the deliveries received, one per event, in the order the events
+// were created (their ids are time-ordered).
+func (r *receiver) envelopesInCreationOrder(t testing.TB) []webhook.Envelope {
+	t.Helper()
+	seen := map[string]bool{}
+	var envs []webhook.Envelope
+	for _, h := range r.got() {
+		var env webhook.Envelope
+		if err := json.Unmarshal(h.body, &env); err != nil {
+			t.Fatal(err)
+		}
+		if !seen[env.ID] {
+			seen[env.ID] = true
+			envs = append(envs, env)
+		}
+	}
+	slices.SortFunc(envs, func(a, b webhook.Envelope) int { return strings.Compare(a.ID, b.ID) })
+	return envs
 }

@@ -16,7 +16,7 @@ var flagUpdateHistory = flag.Bool("update-history", false,
 	"write the histories of a real delivery (three attempts, two sleeps) and a real check (consent, screenings, report) to workflows/testdata for the replay tests")
 
 // saveHistory writes a workflow's history to workflows/testdata/name, as the replay tests read it.
-func saveHistory(t *testing.T, tc client.Client, workflowID, name string) {
+func saveHistory(t testing.TB, tc client.Client, workflowID, name string) {
 	t.Helper()
 	iter := tc.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
 	var h historypb.History
