@@ -164,6 +164,59 @@ func TestDashboardInTheBrowser(t *testing.T) {
 		t.Fatalf("checks: count %q, status %q, screenings %q, workflow link %q", checksCount, checkStatus, screenings, checkWorkflow)
 	}
 
+	// FCRA: the adverse actions, one held by the candidate's dispute; the admin resolves the
+	// dispute as corrected (the report turns clear, so the held adverse action is withdrawn) and
+	// cancels another adverse action from its list; then raises the default waiting period.
+	consider := s.completeCheck(s.a.TestKey, cand, "consider")
+	held := decode[adverseJSON](t, s.do("POST", "/api/v1/checks/"+consider+"/adverse-actions", s.a.TestKey,
+		map[string]any{"reasons": []string{"a record relevant to the role"}}), http.StatusCreated)
+	dsp := decode[disputeJSON](t, s.bearer("POST", "/api/v1/consumer/reports/"+consider+"/disputes",
+		s.consumerToken(consider, "an-invitation-token-for-the-dashboard-01"),
+		map[string]any{"screening": "national_criminal", "reason": "not my record"}), http.StatusCreated)
+	other := s.completeCheck(s.a.TestKey, s.candidateWithEmail(s.a.TestKey, "olga@example.com"), "consider")
+	toCancel := decode[adverseJSON](t, s.do("POST", "/api/v1/checks/"+other+"/adverse-actions", s.a.TestKey,
+		map[string]any{"reasons": []string{"a record relevant to the role"}}), http.StatusCreated)
+	var adverseRows, disputeStatus string
+	heldRow, cancelRow := `tr[data-adverse-id="`+held.ID+`"]`, `tr[data-adverse-id="`+toCancel.ID+`"]`
+	run(t, tab, "see the held adverse action", chromedp.Click(`a[href="#/adverse-actions"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(heldRow, chromedp.ByQuery),
+		chromedp.Text(heldRow, &adverseRows, chromedp.ByQuery))
+	if !strings.Contains(adverseRows, "held by a dispute") || !strings.Contains(adverseRows, "pending") {
+		t.Fatalf("the held adverse action reads %q", adverseRows)
+	}
+	run(t, tab, "resolve the dispute", chromedp.Click(`a[href="#/disputes"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#dispute-list a.dispute-link`, chromedp.ByQuery),
+		chromedp.Click(`#dispute-list a.dispute-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#dispute-resolve`, chromedp.ByQuery),
+		chromedp.SetValue(`#dispute-resolution`, "corrected", chromedp.ByQuery),
+		chromedp.SendKeys(`#dispute-note`, "a namesake's record", chromedp.ByQuery),
+		chromedp.Click(`#dispute-resolve-submit`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`#dispute-resolve`, chromedp.ByQuery),
+		chromedp.Text(`#dispute-status`, &disputeStatus, chromedp.ByQuery))
+	got := decode[disputeJSON](t, s.do("GET", "/api/v1/disputes/"+dsp.ID, s.a.TestKey, nil), http.StatusOK)
+	if disputeStatus != "resolved" || got.Resolution == nil || *got.Resolution != "corrected" || *got.ResolvedBy != "admin" {
+		t.Fatalf("after resolving in the dashboard: shown %q, dispute %+v", disputeStatus, got)
+	}
+	run(t, tab, "cancel an adverse action", chromedp.Click(`a[href="#/adverse-actions"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(cancelRow+` button.cancel-adverse`, chromedp.ByQuery),
+		chromedp.Evaluate(`window.confirm = () => true`, nil),
+		chromedp.Click(cancelRow+` button.cancel-adverse`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(cancelRow+` button.cancel-adverse`, chromedp.ByQuery),
+		chromedp.Text(`#adverse-list`, &adverseRows, chromedp.ByQuery))
+	for _, id := range []string{held.ID, toCancel.ID} {
+		if a := decode[adverseJSON](t, s.do("GET", "/api/v1/adverse-actions/"+id, s.a.TestKey, nil), http.StatusOK); a.Status != "canceled" {
+			t.Fatalf("adverse action %s is %s, want canceled (list reads %q)", id, a.Status, adverseRows)
+		}
+	}
+	run(t, tab, "raise the waiting period", chromedp.Click(`a[href="#/settings"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#waiting-days`, chromedp.ByQuery),
+		chromedp.SetValue(`#waiting-days`, "8", chromedp.ByQuery),
+		chromedp.Click(`#settings-save`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#message.info`, chromedp.ByQuery))
+	if st := decode[map[string]any](t, s.bearer("GET", "/api/v1/admin/settings", s.adminA, nil), http.StatusOK); st["adverse_action_waiting_days"] != float64(8) {
+		t.Fatalf("settings after saving: %v", st)
+	}
+
 	// Endpoints with their success rate; then sign out.
 	var endpoints string
 	run(t, tab, "list endpoints and sign out", chromedp.Click(`a[href="#/endpoints"]`, chromedp.ByQuery),

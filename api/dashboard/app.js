@@ -244,16 +244,9 @@ async function viewChecks(view, params) {
   const q = new URLSearchParams();
   for (const k of ['status', 'assessment', 'mode']) if (params.get(k)) q.set(k, params.get(k));
   const page = await api('GET', '/admin/checks?' + q.toString());
-  const select = (name, options) => el('label', {}, name, el('select', { name },
-    ...['', ...options].map((o) => { const opt = el('option', { value: o }, o || 'any'); if (params.get(name) === o) opt.selected = true; return opt; })));
-  const form = el('form', { class: 'filters', id: 'check-filters' },
-    select('status', ['invitation_pending', 'pending', 'complete', 'suspended', 'canceled', 'failed']),
-    select('assessment', ['clear', 'consider']), select('mode', ['test', 'live']), el('button', { type: 'submit' }, 'Filter'));
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    const f = new URLSearchParams();
-    for (const [k, v] of new FormData(form)) if (v) f.set(k, v);
-    location.hash = '#/checks?' + f.toString();
+  const form = filterForm('check-filters', '#/checks', params, {
+    status: ['invitation_pending', 'pending', 'complete', 'dispute', 'suspended', 'canceled', 'failed'],
+    assessment: ['clear', 'consider'], mode: ['test', 'live'],
   });
   view.replaceChildren(el('h1', {}, 'Checks'), form,
     el('div', { id: 'check-list' }, table(['Check', 'Status', 'Assessment', 'Mode', 'Package', 'Candidate', 'Created', 'Completed'], checkRows(page.data))),
@@ -274,6 +267,108 @@ async function viewCheck(view, id) {
     el('h2', {}, 'Screenings'),
     table(['Screening', 'Status', 'Result', 'Reason', 'Completed'], c.screenings.map((s) => el('tr', {}, el('td', {}, s.type),
       statusCell(s.status), el('td', {}, s.result ?? ''), el('td', {}, s.reason ?? ''), el('td', {}, when(s.completed_at))))));
+}
+
+// filterForm is a form of selects that, submitted, moves to hash with the chosen values.
+function filterForm(id, hash, params, selects) {
+  const select = (name, options) => el('label', {}, name, el('select', { name },
+    ...['', ...options].map((o) => { const opt = el('option', { value: o }, o || 'any'); if (params.get(name) === o) opt.selected = true; return opt; })));
+  const form = el('form', { class: 'filters', id }, ...Object.entries(selects).map(([n, o]) => select(n, o)),
+    el('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const f = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v) f.set(k, v);
+    location.hash = hash + '?' + f.toString();
+  });
+  return form;
+}
+
+function checkLink(id) { return el('a', { href: '#/checks/' + encodeURIComponent(id) }, id); }
+
+// viewAdverseActions lists the account's adverse actions; one in its waiting period can be
+// withdrawn (no final notice is sent).
+async function viewAdverseActions(view, params) {
+  const q = new URLSearchParams();
+  if (params.get('mode')) q.set('mode', params.get('mode'));
+  const page = await api('GET', '/admin/adverse-actions?' + q.toString());
+  const rows = page.data.map((a) => {
+    let cancel = null;
+    if (a.status === 'pending') {
+      cancel = el('button', { type: 'button', class: 'cancel-adverse' }, 'Cancel');
+      cancel.addEventListener('click', async () => {
+        if (!window.confirm('Withdraw adverse action ' + a.id + '? No final notice will be sent.')) return;
+        try { await api('POST', '/admin/adverse-actions/' + encodeURIComponent(a.id) + '/cancel'); await viewAdverseActions(view, params); } catch (e) { failed(e); }
+      });
+    }
+    return el('tr', { 'data-adverse-id': a.id }, el('td', {}, a.id), el('td', {}, checkLink(a.check)), el('td', {}, a.mode),
+      statusCell(a.status), el('td', {}, a.on_hold ? 'held by a dispute' : ''), el('td', {}, a.reasons.join('; ')),
+      el('td', {}, when(a.notice_sent_at)), el('td', {}, when(a.finalize_at)), el('td', {}, cancel));
+  });
+  view.replaceChildren(el('h1', {}, 'Adverse actions'), filterForm('adverse-filters', '#/adverse-actions', params, { mode: ['test', 'live'] }),
+    el('div', { id: 'adverse-list' }, table(['Adverse action', 'Check', 'Mode', 'Status', '', 'Reasons', 'Pre-adverse notice', 'Final notice due'], rows)),
+    page.has_more ? el('p', {}, 'Showing the newest ' + page.data.length + '.') : null);
+}
+
+async function viewDisputes(view, params) {
+  const q = new URLSearchParams();
+  for (const k of ['status', 'mode']) if (params.get(k)) q.set(k, params.get(k));
+  const page = await api('GET', '/admin/disputes?' + q.toString());
+  const rows = page.data.map((d) => el('tr', {}, el('td', {}, el('a', { href: '#/disputes/' + encodeURIComponent(d.id), class: 'dispute-link' }, d.id)),
+    el('td', {}, checkLink(d.check)), el('td', {}, d.mode), el('td', {}, d.screening), statusCell(d.status),
+    el('td', {}, d.resolution ?? ''), el('td', {}, when(d.filed_at)), el('td', {}, when(d.due_at))));
+  view.replaceChildren(el('h1', {}, 'Disputes'),
+    filterForm('dispute-filters', '#/disputes', params, { status: ['open', 'resolved'], mode: ['test', 'live'] }),
+    el('div', { id: 'dispute-list' }, table(['Dispute', 'Check', 'Mode', 'Screening', 'Status', 'Resolution', 'Filed', 'Due'], rows)),
+    page.has_more ? el('p', {}, 'Showing the newest ' + page.data.length + '; narrow the filters to see older ones.') : null);
+}
+
+// viewDispute shows a dispute; an open test-mode one can be resolved here. Live disputes are the
+// consumer reporting agency's to resolve (bgcheckctl disputes resolve).
+async function viewDispute(view, id) {
+  const d = await api('GET', '/admin/disputes/' + encodeURIComponent(id));
+  let action = null;
+  if (d.status === 'open' && d.mode === 'test') {
+    const resolution = el('select', { name: 'resolution', id: 'dispute-resolution' },
+      ...['verified', 'corrected', 'deleted'].map((r) => el('option', { value: r }, r)));
+    const note = el('input', { name: 'note', id: 'dispute-note', placeholder: 'what the reinvestigation found' });
+    action = el('form', { class: 'filters', id: 'dispute-resolve' }, el('label', {}, 'Resolution', resolution), el('label', {}, 'Note', note),
+      el('button', { type: 'submit', id: 'dispute-resolve-submit' }, 'Resolve'));
+    action.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        await api('POST', '/admin/disputes/' + encodeURIComponent(d.id) + '/resolve', { resolution: resolution.value, note: note.value });
+        showMessage('Dispute resolved.', 'info');
+        await viewDispute(view, id);
+      } catch (e) { failed(e); }
+    });
+  } else if (d.status === 'open') {
+    action = el('p', {}, 'Live disputes are resolved by the consumer reporting agency: bgcheckctl disputes resolve ' + d.id);
+  }
+  view.replaceChildren(el('h1', {}, 'Dispute ' + d.id),
+    el('p', {}, 'Status ', el('b', { id: 'dispute-status', class: 'status-' + d.status }, d.status),
+      d.resolution ? ' · ' + d.resolution + ' by ' + d.resolved_by : '', ' · ', d.mode, ' · check ', checkLink(d.check),
+      ' · screening ', d.screening),
+    el('p', {}, 'Filed ', when(d.filed_at), ' · due ', when(d.due_at), d.resolved_at ? ' · resolved ' + when(d.resolved_at) : ''),
+    el('h2', {}, 'The candidate\'s reason'), el('p', { id: 'dispute-reason' }, d.reason),
+    d.note ? el('p', {}, 'Note: ', d.note) : null,
+    action);
+}
+
+async function viewSettings(view) {
+  const st = await api('GET', '/admin/settings');
+  const days = el('input', { name: 'adverse_action_waiting_days', id: 'waiting-days', type: 'number', min: '5', max: '30', value: String(st.adverse_action_waiting_days) });
+  const form = el('form', { class: 'filters', id: 'settings-form' },
+    el('label', {}, 'Waiting period of an adverse action (business days)', days), el('button', { type: 'submit', id: 'settings-save' }, 'Save'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      await api('PATCH', '/admin/settings', { adverse_action_waiting_days: Number(days.value) });
+      showMessage('Settings saved.', 'info');
+    } catch (e) { failed(e); }
+  });
+  view.replaceChildren(el('h1', {}, 'Settings'), form,
+    el('p', {}, 'Applies to adverse actions created from now on without waiting_days; the FCRA asks for at least 5.'));
 }
 
 async function viewDelivery(view, id) {
@@ -367,6 +462,10 @@ async function route() {
     else if (path.startsWith('/deliveries/')) { name = 'delivery'; await viewDelivery(view, decodeURIComponent(path.slice('/deliveries/'.length))); }
     else if (path === '/checks') { name = 'checks'; await viewChecks(view, params); }
     else if (path.startsWith('/checks/')) { name = 'check'; await viewCheck(view, decodeURIComponent(path.slice('/checks/'.length))); }
+    else if (path === '/adverse-actions') { name = 'adverse-actions'; await viewAdverseActions(view, params); }
+    else if (path === '/disputes') { name = 'disputes'; await viewDisputes(view, params); }
+    else if (path.startsWith('/disputes/')) { name = 'dispute'; await viewDispute(view, decodeURIComponent(path.slice('/disputes/'.length))); }
+    else if (path === '/settings') { name = 'settings'; await viewSettings(view); }
     else if (path === '/keys') { name = 'keys'; await viewKeys(view); }
     else if (path === '/endpoints') { name = 'endpoints'; await viewEndpoints(view); }
     else await viewOverview(view);
@@ -378,6 +477,11 @@ document.addEventListener('DOMContentLoaded', async () => {
   $('signin').addEventListener('submit', (ev) => signIn(ev).catch(failed));
   $('signout').addEventListener('click', () => signOut());
   window.addEventListener('hashchange', () => { showMessage(''); if (!$('nav').hidden) route(); });
+  // A click on the link of the page one is on changes no hash: draw the page afresh all the same.
+  $('nav').addEventListener('click', (ev) => {
+    const a = ev.target.closest('a');
+    if (a && a.getAttribute('href') === location.hash) { showMessage(''); route(); }
+  });
   try { config = await (await fetch('config.json')).json(); } catch (e) { /* keep the default */ }
   if (store.getItem('access_token')) await start(); else signedOut();
 });
