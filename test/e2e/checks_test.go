@@ -257,6 +257,12 @@ func (s *stack) disputeTheReport(rc *receiver, consumerToken, checkID, checkUUID
 		t.Fatalf("during the dispute the adverse action is %+v", aa)
 	}
 	holdSignals(1)
+	// A dispute resolved before the dispatcher got to it never needs a workflow; this one is to
+	// have one, whose history the replay test keeps.
+	waitFor(t, 30*time.Second, "the dispute's workflow", func() bool {
+		_, err := tc.DescribeWorkflowExecution(context.Background(), workflows.DisputeWorkflowID(first.ID), "")
+		return err == nil
+	})
 	s.bearerCall(admin, "POST", "/api/v1/admin/disputes/"+first.ID+"/resolve", map[string]any{"resolution": "verified"}, http.StatusOK, nil)
 	holdSignals(2)
 	waitFor(t, 30*time.Second, "the dispute's workflow ends", func() bool {
