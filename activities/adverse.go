@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -51,32 +50,31 @@ func (a *AdverseActions) SendPreAdverseNotice(ctx context.Context, id string) er
 	return a.DB.MarkPreAdverseNoticeSent(ctx, id)
 }
 
-// FinalizeAdverseAction sends the final notice (once) and marks the adverse action finalized,
-// writing adverse_action.finalized. One canceled meanwhile is left alone: no notice goes out.
-func (a *AdverseActions) FinalizeAdverseAction(ctx context.Context, id string) error {
+// FinalizeResult is how a finalization went: Held when a dispute holds the adverse action (the
+// database said so, whatever signal the workflow has seen), and nothing was sent.
+type FinalizeResult struct {
+	Held bool
+}
+
+// FinalizeAdverseAction marks the adverse action finalized, writing adverse_action.finalized,
+// then sends the final notice (once: a retry after the send only records it). The decision is
+// recorded before the notice goes, so a dispute filed in between cannot leave a notice without a
+// finalized action. One held by a dispute is left alone and reported held; one canceled meanwhile
+// is left alone: no notice goes out.
+func (a *AdverseActions) FinalizeAdverseAction(ctx context.Context, id string) (FinalizeResult, error) {
+	held, err := a.DB.FinalizeAdverseAction(ctx, id)
+	if errors.Is(err, bgcheck.ErrNotFound) {
+		return FinalizeResult{}, temporal.NewNonRetryableApplicationError("the adverse action no longer exists", ErrCheckGone, err)
+	}
+	if err != nil || held {
+		return FinalizeResult{Held: held}, err
+	}
 	r, err := a.run(ctx, id)
-	if err != nil || r.Status != bgcheck.AdverseActionPending {
-		return err
+	if err != nil || r.Status != bgcheck.AdverseActionFinalized || r.FinalSent {
+		return FinalizeResult{}, err
 	}
-	if !r.FinalSent {
-		if err := a.Mailer.SendAdverseNotice(ctx, a.notice(r, true)); err != nil {
-			return err
-		}
-		if err := a.DB.MarkFinalNoticeSent(ctx, id); err != nil {
-			return err
-		}
+	if err := a.Mailer.SendAdverseNotice(ctx, a.notice(r, true)); err != nil {
+		return FinalizeResult{}, err
 	}
-	return a.DB.FinalizeAdverseAction(ctx, id)
-}
-
-// AdverseReschedule is the new end of an adverse action's waiting period after a dispute held it.
-type AdverseReschedule struct {
-	ID         string
-	FinalizeAt time.Time
-}
-
-// RescheduleAdverseAction records the end of the waiting period that a dispute's hold moved out,
-// so the API shows when the final notice will go.
-func (a *AdverseActions) RescheduleAdverseAction(ctx context.Context, r AdverseReschedule) error {
-	return a.DB.RescheduleAdverseAction(ctx, r.ID, r.FinalizeAt)
+	return FinalizeResult{}, a.DB.MarkFinalNoticeSent(ctx, id)
 }

@@ -155,7 +155,7 @@ func (s *Server) handleConsumerDisputeFile(w http.ResponseWriter, r *http.Reques
 		writeError(w, r, err)
 		return
 	}
-	d, err := s.db.FileDispute(r.Context(), userOf(r).Subject, checkID, req.Screening, strings.TrimSpace(req.Reason))
+	d, err := s.db.FileDispute(r.Context(), userOf(r).Subject, checkID, strings.TrimSpace(req.Screening), strings.TrimSpace(req.Reason))
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -157,6 +157,14 @@ func TestDisputeVerifiedReleasesTheAdverseAction(t *testing.T) {
 	d := decode[disputeJSON](t, e.bearer("POST", "/api/v1/consumer/reports/"+consider+"/disputes", token,
 		map[string]any{"screening": "national_criminal", "reason": "it was dismissed"}), http.StatusCreated)
 
+	// Held, the adverse action cannot be finalized, whatever its workflow has heard.
+	if held, err := e.db.FinalizeAdverseAction(context.Background(), aa.ID); err != nil || !held {
+		t.Fatalf("finalizing a held adverse action: held %v, %v", held, err)
+	}
+	// Say the dispute was filed two days ago: the release moves the end out by those two days.
+	if _, err := e.db.Pool().Exec(context.Background(), `UPDATE adverse_actions SET held_at = held_at - interval '2 days' WHERE id = $1`, aa.ID); err != nil {
+		t.Fatal(err)
+	}
 	if l := decode[pageJSON[disputeJSON]](t, e.bearer("GET", "/api/v1/admin/disputes?mode=test", admin, nil), 200); len(l.Data) != 1 {
 		t.Fatalf("the dashboard's disputes: %+v", l)
 	}
@@ -173,9 +181,14 @@ func TestDisputeVerifiedReleasesTheAdverseAction(t *testing.T) {
 		t.Fatalf("after verification the check is %s / %v", c.Status, *c.Assessment)
 	}
 	var onHold, signal bool
-	if err := e.db.Pool().QueryRow(context.Background(), `SELECT on_hold, hold_signal_pending FROM adverse_actions WHERE id = $1`,
-		aa.ID).Scan(&onHold, &signal); err != nil || onHold || !signal {
-		t.Fatalf("on_hold %v, signal pending %v, %v: want released and to be told", onHold, signal, err)
+	var version int
+	if err := e.db.Pool().QueryRow(context.Background(), `SELECT on_hold, hold_signal_pending, hold_version FROM adverse_actions WHERE id = $1`,
+		aa.ID).Scan(&onHold, &signal, &version); err != nil || onHold || !signal || version != 2 {
+		t.Fatalf("on_hold %v, signal pending %v, version %d, %v: want released (version 2) and to be told", onHold, signal, version, err)
+	}
+	released := decode[adverseJSON](t, e.do("GET", "/api/v1/adverse-actions/"+aa.ID, a.TestKey, nil), 200)
+	if moved := released.FinalizeAt.Sub(aa.FinalizeAt); moved < 48*time.Hour || moved > 48*time.Hour+time.Minute {
+		t.Fatalf("the release moved finalize_at by %v, want the two days held", moved)
 	}
 	if got := e.eventTypesOf(consider); got[len(got)-1] != "dispute.resolved" {
 		t.Fatalf("a verified dispute wrote %v", got)

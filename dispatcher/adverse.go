@@ -15,9 +15,14 @@ import (
 	"github.com/bgcheck/bgcheck/workflows"
 )
 
-// dispatchAdverseActions starts the workflows of new adverse actions and cancels those of
-// withdrawn ones, as for checks: the database first, Temporal after, retried until it answers.
+// dispatchAdverseActions starts the workflows of new adverse actions, tells started ones of
+// disputes' holds, and cancels those of withdrawn ones, as for checks: the database first,
+// Temporal after, retried until it answers. Each step runs whatever the others met.
 func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
+	return errors.Join(d.startAdverseActions(ctx), d.signalAdverseHolds(ctx), d.cancelAdverseActions(ctx))
+}
+
+func (d *Dispatcher) startAdverseActions(ctx context.Context) error {
 	batch, err := d.db.ClaimAdverseStarts(ctx, checkBatch, Lease)
 	if err != nil {
 		return err
@@ -27,7 +32,7 @@ func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
 	for _, a := range batch {
 		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
 		_, err := d.temporal.ExecuteWorkflow(sctx, AdverseActionStartOptions(a), workflows.AdverseActionWorkflow,
-			workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt, OnHold: a.OnHold})
+			workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt, OnHold: a.OnHold, HoldVersion: a.HoldVersion})
 		cancel()
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if err != nil && !errors.As(err, &already) {
@@ -44,9 +49,10 @@ func (d *Dispatcher) dispatchAdverseActions(ctx context.Context) error {
 	if len(started) == 0 && lastErr != nil {
 		return errTemporalRefusedAll{lastErr}
 	}
-	if err := d.signalAdverseHolds(ctx); err != nil {
-		return err
-	}
+	return nil
+}
+
+func (d *Dispatcher) cancelAdverseActions(ctx context.Context) error {
 	ids, err := d.db.AdverseCancels(ctx, checkBatch)
 	if err != nil {
 		return err
@@ -75,7 +81,8 @@ func (d *Dispatcher) signalAdverseHolds(ctx context.Context) error {
 	}
 	for _, h := range holds {
 		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		err := d.temporal.SignalWorkflow(sctx, workflows.AdverseActionWorkflowID(h.ID), "", workflows.SignalDisputeHold, h.OnHold)
+		err := d.temporal.SignalWorkflow(sctx, workflows.AdverseActionWorkflowID(h.ID), "", workflows.SignalDisputeHold,
+			workflows.DisputeHold{OnHold: h.OnHold, FinalizeAt: h.FinalizeAt, Version: h.Version})
 		cancel()
 		var notFound *serviceerror.NotFound
 		if err != nil && !errors.As(err, &notFound) {

@@ -18,6 +18,10 @@ import (
 // dispatchDisputes starts the workflows of new disputes and tells those of resolved ones, as for
 // adverse actions: the database first, Temporal after, retried until it answers.
 func (d *Dispatcher) dispatchDisputes(ctx context.Context) error {
+	return errors.Join(d.startDisputes(ctx), d.signalResolvedDisputes(ctx))
+}
+
+func (d *Dispatcher) startDisputes(ctx context.Context) error {
 	batch, err := d.db.ClaimDisputeStarts(ctx, checkBatch, Lease)
 	if err != nil {
 		return err
@@ -44,6 +48,10 @@ func (d *Dispatcher) dispatchDisputes(ctx context.Context) error {
 	if len(started) == 0 && lastErr != nil {
 		return errTemporalRefusedAll{lastErr}
 	}
+	return nil
+}
+
+func (d *Dispatcher) signalResolvedDisputes(ctx context.Context) error {
 	ids, err := d.db.DisputeSignals(ctx, checkBatch)
 	if err != nil {
 		return err

@@ -99,7 +99,7 @@ func (db *DB) ListAdverseActions(ctx context.Context, accountID string, mode bgc
 // already finalized or canceled is bgcheck.CodeAdverseActionClosed.
 func (db *DB) CancelAdverseAction(ctx context.Context, accountID string, mode bgcheck.Mode, id string) (*bgcheck.AdverseAction, error) {
 	tag, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET status = 'canceled', canceled_at = now(), updated_at = now(),
-			cancel_workflow = (workflow_started_at IS NOT NULL), hold_signal_pending = false
+			cancel_workflow = (workflow_started_at IS NOT NULL), on_hold = false, held_at = NULL, hold_signal_pending = false
 		WHERE id = $1 AND account_id = $2 AND ($3 = '' OR mode = $3) AND status = 'pending'`, id, accountID, mode)
 	if err != nil {
 		return nil, err
@@ -125,6 +125,7 @@ type AdverseRun struct {
 	FinalizeAt  time.Time
 	NoticeSent  bool
 	FinalSent   bool
+	OnHold      bool
 	Email       string
 	Name        string
 	CandidateID string
@@ -137,10 +138,10 @@ func (db *DB) FindAdverseRun(ctx context.Context, id string) (*AdverseRun, error
 	var first, last string
 	err := db.pool.QueryRow(ctx, `
 		SELECT a.id, a.check_id, a.account_id, a.mode, a.status, a.reasons, a.finalize_at, a.notice_sent_at IS NOT NULL,
-			a.final_notice_sent_at IS NOT NULL, c.email, c.first_name, c.last_name, a.candidate_id
+			a.final_notice_sent_at IS NOT NULL, a.on_hold, c.email, c.first_name, c.last_name, a.candidate_id
 		FROM adverse_actions a JOIN candidates c ON c.id = a.candidate_id WHERE a.id = $1`, id).
 		Scan(&r.ID, &r.CheckID, &r.Tenant.AccountID, &r.Tenant.Mode, &r.Status, &r.Reasons, &r.FinalizeAt, &r.NoticeSent,
-			&r.FinalSent, &email, &first, &last, &r.CandidateID)
+			&r.FinalSent, &r.OnHold, &email, &first, &last, &r.CandidateID)
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -165,24 +166,31 @@ func (db *DB) MarkFinalNoticeSent(ctx context.Context, id string) error {
 }
 
 // FinalizeAdverseAction marks a pending adverse action finalized and writes
-// adverse_action.finalized, in one transaction; anything else is left as it is (idempotent).
-func (db *DB) FinalizeAdverseAction(ctx context.Context, id string) error {
-	return db.inTx(ctx, func(tx pgx.Tx) error {
+// adverse_action.finalized, in one transaction, unless a dispute holds it: then it reports held
+// and changes nothing. The database decides, so a hold whose signal has not reached the workflow
+// yet still stops the final notice. Anything not pending is left as it is (idempotent).
+func (db *DB) FinalizeAdverseAction(ctx context.Context, id string) (held bool, err error) {
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
 		var t bgcheck.Tenant
 		var checkID string
-		err := tx.QueryRow(ctx, `UPDATE adverse_actions SET status = 'finalized', finalized_at = now(), updated_at = now()
-			WHERE id = $1 AND status = 'pending' RETURNING account_id, mode, check_id`, id).Scan(&t.AccountID, &t.Mode, &checkID)
-		if err == pgx.ErrNoRows {
+		var status bgcheck.AdverseActionStatus
+		if err := tx.QueryRow(ctx, `SELECT account_id, mode, check_id, status, on_hold FROM adverse_actions WHERE id = $1 FOR UPDATE`, id).
+			Scan(&t.AccountID, &t.Mode, &checkID, &status, &held); err != nil {
+			return notFound(err)
+		}
+		if status != bgcheck.AdverseActionPending || held {
 			return nil
 		}
-		if err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE adverse_actions SET status = 'finalized', finalized_at = now(), updated_at = now()
+			WHERE id = $1`, id); err != nil {
 			return err
 		}
-		_, err = insertEvent(ctx, tx, t, bgcheck.EventAdverseActionFinalized, map[string]any{
+		_, err := insertEvent(ctx, tx, t, bgcheck.EventAdverseActionFinalized, map[string]any{
 			"check_id": bgcheck.CheckUUID(checkID), "adverse_action_id": id, "status": bgcheck.AdverseActionFinalized,
 		})
 		return err
 	})
+	return held, err
 }
 
 // AdverseStart is an adverse action whose workflow the dispatcher has to start.
@@ -193,6 +201,7 @@ type AdverseStart struct {
 	CandidateID string
 	FinalizeAt  time.Time
 	OnHold      bool // a dispute of the check is open: the workflow starts held
+	HoldVersion int
 }
 
 // ClaimAdverseStarts leases up to limit pending adverse actions whose workflow has not started.
@@ -206,7 +215,7 @@ func (db *DB) ClaimAdverseStarts(ctx context.Context, limit int, lease time.Dura
 			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
 		) claimed
 		WHERE a.id = claimed.id
-		RETURNING a.id, a.account_id, a.check_id, a.candidate_id, a.finalize_at, a.on_hold`, limit, lease.Milliseconds())
+		RETURNING a.id, a.account_id, a.check_id, a.candidate_id, a.finalize_at, a.on_hold, a.hold_version`, limit, lease.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
@@ -243,16 +252,19 @@ func (db *DB) AdverseCanceled(ctx context.Context, id string) error {
 	return err
 }
 
-// AdverseHold is what an adverse action's workflow is to be told: whether a dispute holds it.
+// AdverseHold is what an adverse action's workflow is to be told: whether a dispute holds it,
+// the end of its waiting period, and the version of that state, which rises with every change.
 type AdverseHold struct {
-	ID     string
-	OnHold bool
+	ID         string
+	OnHold     bool
+	FinalizeAt time.Time
+	Version    int
 }
 
 // AdverseHoldSignals returns up to limit adverse actions whose workflow, started, has still to be
 // told that a dispute holds or released it.
 func (db *DB) AdverseHoldSignals(ctx context.Context, limit int) ([]AdverseHold, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, on_hold FROM adverse_actions
+	rows, err := db.pool.Query(ctx, `SELECT id, on_hold, finalize_at, hold_version FROM adverse_actions
 		WHERE hold_signal_pending AND workflow_started_at IS NOT NULL ORDER BY id LIMIT $1`, limit)
 	if err != nil {
 		return nil, err
@@ -260,18 +272,11 @@ func (db *DB) AdverseHoldSignals(ctx context.Context, limit int) ([]AdverseHold,
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[AdverseHold])
 }
 
-// AdverseHoldSignaled records that the workflow was told h; a hold that changed meanwhile stays
-// pending, so the workflow hears the newer one too.
+// AdverseHoldSignaled records that the workflow was told h. A hold that changed meanwhile (a
+// newer version) stays pending, so the workflow hears the newer one too; the workflow ignores
+// versions older than one it has seen, so signals crossing between dispatchers do no harm.
 func (db *DB) AdverseHoldSignaled(ctx context.Context, h AdverseHold) error {
-	_, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET hold_signal_pending = false WHERE id = $1 AND on_hold = $2`, h.ID, h.OnHold)
-	return err
-}
-
-// RescheduleAdverseAction records the end of an adverse action's waiting period moved out by a
-// hold, as its workflow computed it.
-func (db *DB) RescheduleAdverseAction(ctx context.Context, id string, finalizeAt time.Time) error {
-	_, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET finalize_at = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`,
-		id, finalizeAt)
+	_, err := db.pool.Exec(ctx, `UPDATE adverse_actions SET hold_signal_pending = false WHERE id = $1 AND hold_version = $2`, h.ID, h.Version)
 	return err
 }
 

@@ -58,7 +58,8 @@ func (db *DB) FileDispute(ctx context.Context, userID, checkID, screening, reaso
 		if _, err := tx.Exec(ctx, `UPDATE checks SET status = 'dispute', updated_at = now() WHERE id = $1`, checkID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE adverse_actions SET on_hold = true, hold_signal_pending = true, updated_at = now()
+		if _, err := tx.Exec(ctx, `UPDATE adverse_actions SET on_hold = true, held_at = now(), hold_version = hold_version + 1,
+				hold_signal_pending = true, updated_at = now()
 			WHERE check_id = $1 AND status = 'pending' AND NOT on_hold`, checkID); err != nil {
 			return err
 		}
@@ -209,9 +210,9 @@ func (db *DB) ResolveDispute(ctx context.Context, accountID, id string, r Disput
 			checkID, status2, revised); err != nil {
 			return err
 		}
-		if revised != assessment {
+		if revised != assessment { // the report is complete either way, whatever disputes remain open
 			if _, err := insertEvent(ctx, tx, t, bgcheck.EventCheckCompleted, map[string]any{
-				"check_id": uuid, "status": status2, "disposition": revised,
+				"check_id": uuid, "status": bgcheck.CheckComplete, "disposition": revised,
 			}); err != nil {
 				return err
 			}
@@ -260,15 +261,18 @@ func reviseReport(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, checkID, scr
 }
 
 // releaseAdverseAction ends the hold of the check's adverse action in its waiting period when
-// its last dispute is resolved: it resumes, or, when the revised report is clear, is canceled.
+// its last dispute is resolved: it resumes with the time it had left when the first dispute was
+// filed (finalize_at moves out by the time held), or, when the revised report is clear, is
+// canceled: its reasons no longer stand.
 func releaseAdverseAction(ctx context.Context, tx pgx.Tx, checkID string, assessment bgcheck.Assessment) error {
 	if assessment == bgcheck.AssessmentClear {
 		_, err := tx.Exec(ctx, `UPDATE adverse_actions SET status = 'canceled', canceled_at = now(), updated_at = now(),
-				on_hold = false, hold_signal_pending = false, cancel_workflow = (workflow_started_at IS NOT NULL)
+				on_hold = false, held_at = NULL, hold_signal_pending = false, cancel_workflow = (workflow_started_at IS NOT NULL)
 			WHERE check_id = $1 AND status = 'pending'`, checkID)
 		return err
 	}
-	_, err := tx.Exec(ctx, `UPDATE adverse_actions SET on_hold = false, hold_signal_pending = true, updated_at = now()
+	_, err := tx.Exec(ctx, `UPDATE adverse_actions SET on_hold = false, finalize_at = finalize_at + (now() - held_at), held_at = NULL,
+			hold_version = hold_version + 1, hold_signal_pending = true, updated_at = now()
 		WHERE check_id = $1 AND status = 'pending' AND on_hold`, checkID)
 	return err
 }

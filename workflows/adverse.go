@@ -18,15 +18,23 @@ func AdverseActionWorkflowID(id string) string { return "adverse-" + id }
 var AdverseActionStatusKey = temporal.NewSearchAttributeKeyKeyword("AdverseActionStatus")
 
 // SignalDisputeHold tells an adverse action's workflow whether a dispute of its check holds it
-// (true) or no longer does (false). The value is the state, not a toggle: a repeated signal
-// changes nothing.
+// and when its waiting period ends, as a DisputeHold. The value is the state, not a toggle: a
+// signal of a version the workflow has already seen changes nothing.
 const SignalDisputeHold = "dispute-hold"
+
+// DisputeHold is the state of an adverse action's hold, as the database has it.
+type DisputeHold struct {
+	OnHold     bool
+	FinalizeAt time.Time // the end of the waiting period, moved out by the time held on release
+	Version    int       // rises with every change
+}
 
 // AdverseActionInput starts an adverse action's workflow.
 type AdverseActionInput struct {
-	ID         string
-	FinalizeAt time.Time // the end of the waiting period, in business days
-	OnHold     bool      // a dispute of the check was open when the workflow started
+	ID          string
+	FinalizeAt  time.Time // the end of the waiting period, in business days
+	OnHold      bool      // a dispute of the check was open when the workflow started
+	HoldVersion int
 }
 
 // AdverseActionWorkflow carries out an adverse action as the FCRA requires: the pre-adverse
@@ -34,9 +42,9 @@ type AdverseActionInput struct {
 // action was created), then the final notice and adverse_action.finalized. Cancelling the
 // workflow (the action was withdrawn) ends it without a final notice.
 //
-// While a dispute of the check is open (SignalDisputeHold) the wait is paused: when the dispute is
-// resolved the candidate has the rest of the waiting period they had when it was filed, and the
-// new end is recorded on the adverse action.
+// While a dispute of the check is open the wait is paused (SignalDisputeHold); when the dispute
+// is resolved the signal brings the new end, moved out by the time held. The database has the
+// last word: a finalization it finds held waits for the release like a signaled hold.
 func AdverseActionWorkflow(ctx workflow.Context, in AdverseActionInput) (bgcheck.AdverseActionStatus, error) {
 	var acts *activities.AdverseActions
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -47,27 +55,19 @@ func AdverseActionWorkflow(ctx workflow.Context, in AdverseActionInput) (bgcheck
 	if err := workflow.ExecuteActivity(ctx, acts.SendPreAdverseNotice, in.ID).Get(ctx, nil); err != nil {
 		return adverseEnd(ctx, err)
 	}
-	w := waitingPeriod{end: in.FinalizeAt}
-	if in.OnHold {
-		w.hold(workflow.Now(ctx))
-	}
+	w := waitingPeriod{DisputeHold{OnHold: in.OnHold, FinalizeAt: in.FinalizeAt, Version: in.HoldVersion}}
 	for {
-		ended, err := w.wait(ctx, holds)
-		if err != nil {
+		if err := w.wait(ctx, holds); err != nil {
 			return adverseEnd(ctx, err)
 		}
-		if ended {
+		var res activities.FinalizeResult
+		if err := workflow.ExecuteActivity(ctx, acts.FinalizeAdverseAction, in.ID).Get(ctx, &res); err != nil {
+			return adverseEnd(ctx, err)
+		}
+		if !res.Held {
 			break
 		}
-		if !w.held { // released: the end moved out by the time held
-			err := workflow.ExecuteActivity(ctx, acts.RescheduleAdverseAction, activities.AdverseReschedule{ID: in.ID, FinalizeAt: w.end}).Get(ctx, nil)
-			if err != nil {
-				return adverseEnd(ctx, err)
-			}
-		}
-	}
-	if err := workflow.ExecuteActivity(ctx, acts.FinalizeAdverseAction, in.ID).Get(ctx, nil); err != nil {
-		return adverseEnd(ctx, err)
+		w.state.OnHold = true // the release signal is on its way
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AdverseActionStatusKey.ValueSet(string(bgcheck.AdverseActionFinalized)))
 	return bgcheck.AdverseActionFinalized, nil
@@ -75,45 +75,35 @@ func AdverseActionWorkflow(ctx workflow.Context, in AdverseActionInput) (bgcheck
 
 // waitingPeriod is an adverse action's wait, which a dispute pauses.
 type waitingPeriod struct {
-	end    time.Time
-	held   bool
-	heldAt time.Time
+	state DisputeHold
 }
 
-func (w *waitingPeriod) hold(now time.Time) { w.held, w.heldAt = true, now }
-
-// wait blocks until the period ends (true) or its hold changes (false): a timer to the end while
-// not held, the next signal while held. A hold released moves the end out by its length.
-func (w *waitingPeriod) wait(ctx workflow.Context, holds workflow.ReceiveChannel) (bool, error) {
+// wait blocks until the waiting period ends: a timer to its end while not held, and signals of
+// newer versions of the hold, which may hold, release or move the end.
+func (w *waitingPeriod) wait(ctx workflow.Context, holds workflow.ReceiveChannel) error {
 	for {
-		var onHold, ended, canceled bool
+		var sig DisputeHold
+		var ended, canceled bool
 		var err error
 		sel := workflow.NewSelector(ctx)
 		timerCtx, cancelTimer := workflow.WithCancel(ctx)
-		if !w.held {
-			sel.AddFuture(workflow.NewTimer(timerCtx, max(w.end.Sub(workflow.Now(ctx)), 0)), func(f workflow.Future) {
+		if !w.state.OnHold {
+			sel.AddFuture(workflow.NewTimer(timerCtx, max(w.state.FinalizeAt.Sub(workflow.Now(ctx)), 0)), func(f workflow.Future) {
 				ended, err = true, f.Get(ctx, nil)
 			})
 		} else {
 			sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
 		}
-		sel.AddReceive(holds, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &onHold) })
+		sel.AddReceive(holds, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &sig) })
 		sel.Select(ctx)
+		cancelTimer()
 		switch {
 		case ended:
-			return err == nil, err
+			return err
 		case canceled:
-			return false, temporal.NewCanceledError()
-		case onHold == w.held: // nothing changed: keep waiting (the timer is started afresh)
-			cancelTimer()
-		case onHold:
-			cancelTimer()
-			w.hold(workflow.Now(ctx))
-			return false, nil
-		default:
-			w.held = false
-			w.end = w.end.Add(workflow.Now(ctx).Sub(w.heldAt))
-			return false, nil
+			return temporal.NewCanceledError()
+		case sig.Version > w.state.Version:
+			w.state = sig
 		}
 	}
 }

@@ -15,7 +15,13 @@ import (
 	"github.com/bgcheck/bgcheck/workflows"
 )
 
+// newAdverseEnv runs the workflow with its activities faked: the finalization answers held while
+// *heldInDB says so (as the database would), else records when it finalized.
 func newAdverseEnv(t *testing.T, start time.Time) (*testsuite.TestWorkflowEnvironment, *[]time.Duration, *int) {
+	return newAdverseEnvHeld(t, start, new(bool))
+}
+
+func newAdverseEnvHeld(t *testing.T, start time.Time, heldInDB *bool) (*testsuite.TestWorkflowEnvironment, *[]time.Duration, *int) {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := suite.NewTestWorkflowEnvironment()
@@ -28,9 +34,12 @@ func newAdverseEnv(t *testing.T, start time.Time) (*testsuite.TestWorkflowEnviro
 		notices++
 		return nil
 	})
-	env.OnActivity("FinalizeAdverseAction", mock.Anything, mock.Anything).Return(func(context.Context, string) error {
+	env.OnActivity("FinalizeAdverseAction", mock.Anything, mock.Anything).Return(func(context.Context, string) (activities.FinalizeResult, error) {
+		if *heldInDB {
+			return activities.FinalizeResult{Held: true}, nil
+		}
 		finalized = append(finalized, env.Now().Sub(start))
-		return nil
+		return activities.FinalizeResult{}, nil
 	})
 	return env, &finalized, &notices
 }
@@ -64,24 +73,19 @@ func TestAdverseActionCanceledSendsNoFinalNotice(t *testing.T) {
 	}
 }
 
-// A dispute filed on day 2 of the waiting period and resolved on day 6 pauses the wait for
-// those 4 days: the final notice goes 7 + 4 days after a Friday start, and the new end is
-// recorded. A repeated hold signal changes nothing; a cancel while held ends it with no notice.
+// A dispute filed on day 2 of the waiting period and resolved on day 6 pauses the wait: the
+// release brings the end moved out by the 4 days held, and the final notice goes 7 + 4 days after
+// a Friday start. A signal of a version already seen changes nothing, even if it comes late.
 func TestAdverseActionHeldByADispute(t *testing.T) {
 	friday := time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)
 	env, finalized, _ := newAdverseEnv(t, friday)
-	var rescheduled []time.Time
-	env.OnActivity("RescheduleAdverseAction", mock.Anything, mock.Anything).Return(func(_ context.Context, r activities.AdverseReschedule) error {
-		rescheduled = append(rescheduled, r.FinalizeAt)
-		return nil
-	})
-	hold := func(on bool) func() {
-		return func() { env.SignalWorkflow(workflows.SignalDisputeHold, on) }
-	}
-	env.RegisterDelayedCallback(hold(true), 2*24*time.Hour)
-	env.RegisterDelayedCallback(hold(true), 3*24*time.Hour)
-	env.RegisterDelayedCallback(hold(false), 6*24*time.Hour)
 	end := bgcheck.AddBusinessDays(friday, bgcheck.MinWaitingDays)
+	hold := func(h workflows.DisputeHold) func() {
+		return func() { env.SignalWorkflow(workflows.SignalDisputeHold, h) }
+	}
+	env.RegisterDelayedCallback(hold(workflows.DisputeHold{OnHold: true, FinalizeAt: end, Version: 1}), 2*24*time.Hour)
+	env.RegisterDelayedCallback(hold(workflows.DisputeHold{OnHold: false, FinalizeAt: end.Add(4 * 24 * time.Hour), Version: 2}), 6*24*time.Hour)
+	env.RegisterDelayedCallback(hold(workflows.DisputeHold{OnHold: true, FinalizeAt: end, Version: 1}), 7*24*time.Hour) // stale
 	env.ExecuteWorkflow(workflows.AdverseActionWorkflow, workflows.AdverseActionInput{ID: "aa_1", FinalizeAt: end})
 	var status bgcheck.AdverseActionStatus
 	if err := env.GetWorkflowResult(&status); err != nil || status != bgcheck.AdverseActionFinalized {
@@ -90,8 +94,29 @@ func TestAdverseActionHeldByADispute(t *testing.T) {
 	if len(*finalized) != 1 || (*finalized)[0] != 11*24*time.Hour {
 		t.Fatalf("finalized after %v, want exactly 11 days (7 + 4 held)", *finalized)
 	}
-	if want := end.Add(4 * 24 * time.Hour); len(rescheduled) != 1 || !rescheduled[0].Equal(want) {
-		t.Fatalf("rescheduled to %v, want [%v]", rescheduled, want)
+}
+
+// A dispute filed just before the end, whose signal has not arrived when the timer fires: the
+// database says held, so nothing is sent, and the workflow waits for the release.
+func TestAdverseActionHeldInTheDatabaseBeforeTheSignal(t *testing.T) {
+	monday := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	heldInDB := true
+	env, finalized, _ := newAdverseEnvHeld(t, monday, &heldInDB)
+	end := bgcheck.AddBusinessDays(monday, bgcheck.MinWaitingDays)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalDisputeHold, workflows.DisputeHold{OnHold: true, FinalizeAt: end, Version: 1})
+	}, 7*24*time.Hour+time.Hour)
+	env.RegisterDelayedCallback(func() {
+		heldInDB = false
+		env.SignalWorkflow(workflows.SignalDisputeHold, workflows.DisputeHold{OnHold: false, FinalizeAt: end.Add(3 * 24 * time.Hour), Version: 2})
+	}, 9*24*time.Hour)
+	env.ExecuteWorkflow(workflows.AdverseActionWorkflow, workflows.AdverseActionInput{ID: "aa_1", FinalizeAt: end})
+	var status bgcheck.AdverseActionStatus
+	if err := env.GetWorkflowResult(&status); err != nil || status != bgcheck.AdverseActionFinalized {
+		t.Fatalf("status %q, %v", status, err)
+	}
+	if len(*finalized) != 1 || (*finalized)[0] != 10*24*time.Hour {
+		t.Fatalf("finalized after %v, want once, at the released end (day 10)", *finalized)
 	}
 }
 
@@ -102,7 +127,7 @@ func TestAdverseActionStartedOnHold(t *testing.T) {
 	env, finalized, notices := newAdverseEnv(t, monday)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 20*24*time.Hour)
 	env.ExecuteWorkflow(workflows.AdverseActionWorkflow, workflows.AdverseActionInput{
-		ID: "aa_1", FinalizeAt: bgcheck.AddBusinessDays(monday, bgcheck.MinWaitingDays), OnHold: true})
+		ID: "aa_1", FinalizeAt: bgcheck.AddBusinessDays(monday, bgcheck.MinWaitingDays), OnHold: true, HoldVersion: 1})
 	var status bgcheck.AdverseActionStatus
 	if err := env.GetWorkflowResult(&status); err != nil || status != bgcheck.AdverseActionCanceled {
 		t.Fatalf("status %q, %v", status, err)

@@ -17,8 +17,8 @@ import (
 //   - delivery: three attempts, two timers, the final search attribute
 //     (`go test ./test/e2e -run Retries -update-history`);
 //   - check: invitation, consent signal, two screenings with their sleeps, completion;
-//   - adverse action: pre-adverse notice, a timer held by a dispute, released (the final notice
-//     rescheduled), held again, then canceled;
+//   - adverse action: pre-adverse notice, a timer held by a dispute, released with a new end,
+//     held again, then canceled;
 //   - dispute: a timer, ended by the resolution's signal
 //     (the last three: `go test ./test/e2e -run TestACheckFromInvitationToReport -update-history`).
 func TestReplayRecordedHistories(t *testing.T) {

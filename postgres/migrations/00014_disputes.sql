@@ -2,8 +2,9 @@
 -- Disputes (issue 13). A dispute is written with its dispute.filed event and the check's move to
 -- status dispute; the dispatcher starts its DisputeWorkflow (the 30-day deadline) and, once it is
 -- resolved, signals it (signal_resolved). An open dispute holds the check's adverse action in its
--- waiting period: on_hold is what the action should be, hold_signal_pending that its workflow has
--- still to be told.
+-- waiting period: on_hold is what the action should be (held_at since when), hold_version counts
+-- its changes so a workflow ignores a signal older than one it has seen, and hold_signal_pending
+-- says that the workflow has still to be told.
 ALTER TABLE checks DROP CONSTRAINT checks_status_check;
 ALTER TABLE checks ADD CONSTRAINT checks_status_check
     CHECK (status IN ('invitation_pending', 'pending', 'complete', 'dispute', 'suspended', 'canceled', 'failed'));
@@ -13,6 +14,8 @@ ALTER TABLE reports ADD COLUMN version integer NOT NULL DEFAULT 1;
 ALTER TABLE reports ADD COLUMN revised_at timestamptz;
 
 ALTER TABLE adverse_actions ADD COLUMN on_hold boolean NOT NULL DEFAULT false;
+ALTER TABLE adverse_actions ADD COLUMN held_at timestamptz;
+ALTER TABLE adverse_actions ADD COLUMN hold_version integer NOT NULL DEFAULT 0;
 ALTER TABLE adverse_actions ADD COLUMN hold_signal_pending boolean NOT NULL DEFAULT false;
 CREATE INDEX adverse_actions_to_signal_idx ON adverse_actions (id) WHERE hold_signal_pending;
 
@@ -52,6 +55,8 @@ DROP TABLE disputes;
 ALTER TABLE accounts DROP COLUMN adverse_waiting_days;
 DROP INDEX adverse_actions_to_signal_idx;
 ALTER TABLE adverse_actions DROP COLUMN hold_signal_pending;
+ALTER TABLE adverse_actions DROP COLUMN hold_version;
+ALTER TABLE adverse_actions DROP COLUMN held_at;
 ALTER TABLE adverse_actions DROP COLUMN on_hold;
 ALTER TABLE reports DROP COLUMN revised_at;
 ALTER TABLE reports DROP COLUMN version;

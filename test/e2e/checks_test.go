@@ -223,7 +223,7 @@ func TestACheckFromInvitationToReport(t *testing.T) {
 // disputeTheReport goes on from a complete consider check whose adverse action was withdrawn: a
 // new adverse action; the candidate disputes the national criminal search from the consumer
 // routes, which holds the adverse action's workflow (a signal); an admin, signed in over HTTP,
-// resolves the dispute as verified (the workflow is released and reschedules the final notice);
+// resolves the dispute as verified (the workflow is released with the end moved out);
 // a second dispute is resolved as corrected, which revises the report to clear, sends
 // check.completed again, and withdraws the adverse action. Every event arrives signed, and the
 // events of the check were created in the order the flow caused them.
