@@ -58,6 +58,11 @@ const (
 	CodeDisputeOpen Code = "dispute_open"
 	// CodeDisputeResolved refuses to resolve a dispute a second time.
 	CodeDisputeResolved Code = "dispute_resolved"
+	// CodeQuotaExceeded refuses a check over the account's monthly quota (402).
+	CodeQuotaExceeded Code = "quota_exceeded"
+	// CodeCardNumberRefused refuses a request that carries what looks like a full card number:
+	// bgcheck holds only payment processors' references.
+	CodeCardNumberRefused Code = "card_number_refused"
 	// CodeInvalidInvitation is an invitation link that is unknown or expired.
 	CodeInvalidInvitation Code = "invalid_invitation"
 	CodeInternal          Code = "internal"

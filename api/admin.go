@@ -41,6 +41,8 @@ type overviewJSON struct {
 	FailedDeliveries []*bgcheck.Delivery `json:"failed_deliveries"`
 	// Hourly is the last 24 hours' deliveries per hour by outcome, for the dashboard's chart.
 	Hourly []postgres.HourlyDeliveries `json:"hourly"`
+	// Quota is the live quota of checks of the current month and its use (issue 15).
+	Quota *bgcheck.Quota `json:"quota"`
 }
 
 func (s *Server) handleAdminOverview(w http.ResponseWriter, r *http.Request) {
@@ -64,6 +66,10 @@ func (s *Server) handleAdminOverview(w http.ResponseWriter, r *http.Request) {
 	d := o.Deliveries
 	out.Deliveries.Pending, out.Deliveries.Succeeded, out.Deliveries.Failed, out.Deliveries.Canceled = d.Pending, d.Succeeded, d.Failed, d.Canceled
 	out.FailedDeliveries, out.Hourly = o.FailedDeliveries, o.Hourly
+	if out.Quota, err = s.db.FindQuota(r.Context(), bgcheck.Tenant{AccountID: acct, Mode: bgcheck.ModeLive}); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

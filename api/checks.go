@@ -74,8 +74,12 @@ func (s *Server) handleCheckCreate(w http.ResponseWriter, r *http.Request) {
 	for i, st := range pkg.Screenings {
 		types[i] = string(st)
 	}
+	price := pkg.PriceCents
+	if t.Mode == bgcheck.ModeTest {
+		price = 0
+	}
 	c, err := s.db.CreateCheck(r.Context(), t, postgres.NewCheck{
-		CandidateID: *req.CandidateID, Package: pkg.Slug, Screenings: types, InvitationTTL: InvitationTTL,
+		CandidateID: *req.CandidateID, Package: pkg.Slug, Screenings: types, InvitationTTL: InvitationTTL, UnitPriceCents: price,
 	})
 	if err != nil {
 		writeError(w, r, err)

@@ -44,6 +44,8 @@ var statusOf = map[bgcheck.Code]int{
 	bgcheck.CodeReportNotReady:      http.StatusConflict,
 	bgcheck.CodeDisputeOpen:         http.StatusConflict,
 	bgcheck.CodeDisputeResolved:     http.StatusConflict,
+	bgcheck.CodeQuotaExceeded:       http.StatusPaymentRequired,
+	bgcheck.CodeCardNumberRefused:   http.StatusUnprocessableEntity,
 	bgcheck.CodeInternal:            http.StatusInternalServerError,
 	codeMethodNotAllowed:            http.StatusMethodNotAllowed,
 }

@@ -187,6 +187,8 @@ func (s *Server) Handler() http.Handler {
 			r.Route("/checks", s.checkRoutes)
 			r.Route("/adverse-actions", s.adverseActionRoutes)
 			r.Route("/disputes", s.disputeRoutes)
+			r.Route("/usage", s.usageRoutes)
+			r.Route("/billing", s.billingRoutes)
 			if s.extraKeyRoutes != nil {
 				s.extraKeyRoutes(r)
 			}
@@ -248,6 +250,13 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Get("/disputes", s.handleDisputeList)
 	r.Get("/disputes/{disputeID}", s.handleDisputeGet)
 	r.Post("/disputes/{disputeID}/resolve", s.handleDisputeResolve)
+	r.Get("/billing", s.handleAdminBilling)
+	r.Get("/billing/invoices", s.handleInvoiceList)
+	r.Get("/billing/invoices/{invoiceID}", s.handleInvoiceGet)
+	r.Get("/billing/payment-methods", s.handlePaymentMethodList)
+	r.With(refuseCardNumbers).Post("/billing/payment-methods", s.handlePaymentMethodAdd)
+	r.Post("/billing/payment-methods/{paymentMethodID}/default", s.handlePaymentMethodDefault)
+	r.Delete("/billing/payment-methods/{paymentMethodID}", s.handlePaymentMethodRemove)
 	r.Get("/settings", s.handleAdminSettingsGet)
 	r.Patch("/settings", s.handleAdminSettingsUpdate)
 	r.Route("/api-keys", func(r chi.Router) {

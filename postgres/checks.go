@@ -22,6 +22,8 @@ type NewCheck struct {
 	Screenings  []string
 	// InvitationTTL is how long the candidate has to consent.
 	InvitationTTL time.Duration
+	// UnitPriceCents is what the check costs once the candidate consents (0 in test mode).
+	UnitPriceCents int
 }
 
 // ErrCheckFinished refuses to change a check that has completed, failed or been canceled.
@@ -30,7 +32,7 @@ var ErrCheckFinished = bgcheck.Errorf(bgcheck.CodeCheckFinished, "this check has
 // CreateCheck stores a check waiting for the candidate's consent, with its screenings and its
 // check.created event, in one transaction, and wakes the dispatcher to start its workflow. The
 // candidate must be the tenant's (else bgcheck.ErrNotFound) and have an e-mail address, where
-// the invitation goes.
+// the invitation goes; the account must have quota left this month (else CodeQuotaExceeded).
 func (db *DB) CreateCheck(ctx context.Context, t bgcheck.Tenant, n NewCheck) (*bgcheck.Check, error) {
 	var id string
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
@@ -44,10 +46,13 @@ func (db *DB) CreateCheck(ctx context.Context, t bgcheck.Tenant, n NewCheck) (*b
 			return bgcheck.ValidationError(bgcheck.FieldError{Field: "candidate_id",
 				Message: "the candidate has no e-mail address to send the invitation to"})
 		}
+		if err := takeQuota(ctx, tx, t); err != nil {
+			return err
+		}
 		id = bgcheck.NewID(bgcheck.PrefixCheck)
-		if _, err := tx.Exec(ctx, `INSERT INTO checks (id, account_id, mode, candidate_id, package, status, invitation_expires_at)
-			VALUES ($1, $2, $3, $4, $5, 'invitation_pending', now() + $6 * interval '1 millisecond')`,
-			id, t.AccountID, t.Mode, n.CandidateID, n.Package, n.InvitationTTL.Milliseconds()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO checks (id, account_id, mode, candidate_id, package, status, invitation_expires_at, unit_price_cents)
+			VALUES ($1, $2, $3, $4, $5, 'invitation_pending', now() + $6 * interval '1 millisecond', $7)`,
+			id, t.AccountID, t.Mode, n.CandidateID, n.Package, n.InvitationTTL.Milliseconds(), n.UnitPriceCents); err != nil {
 			return err
 		}
 		for i, s := range n.Screenings {

@@ -110,7 +110,8 @@ type CandidateDetails struct {
 }
 
 // AuthorizeCheck records the candidate's consent to a check, with their details, and asks the
-// dispatcher to tell the check's workflow: the check becomes pending. A check waiting for consent
+// dispatcher to tell the check's workflow: the check becomes pending, and its usage is recorded
+// (once: a suspended check authorized again is not billed twice). A check waiting for consent
 // (before its invitation expires) or suspended for the candidate's correction can be authorized;
 // a finished one is ErrCheckFinished, and one that is not the consumer's is bgcheck.ErrNotFound.
 func (db *DB) AuthorizeCheck(ctx context.Context, userID, checkID string, d CandidateDetails, ssnLast4 string) (*bgcheck.Check, error) {
@@ -144,6 +145,9 @@ func (db *DB) AuthorizeCheck(ctx context.Context, userID, checkID string, d Cand
 		}
 		if _, err := tx.Exec(ctx, `UPDATE checks SET status = 'pending', reason = NULL, signal_authorized = true,
 			authorized_at = coalesce(authorized_at, now()), updated_at = now() WHERE id = $1`, checkID); err != nil {
+			return err
+		}
+		if err := recordUsage(ctx, tx, checkID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)

@@ -79,6 +79,9 @@ type Package struct {
 	Slug       string `json:"slug"`
 	Name       string `json:"name"`
 	Screenings []Type `json:"screenings"`
+	// PriceCents is what a live check of the package costs, in US cents, billed once its
+	// candidate consents; test-mode checks cost nothing.
+	PriceCents int `json:"price_cents"`
 }
 
 // The catalogue is built from the smaller packages so that "standard = basic + …" stays true by
@@ -87,11 +90,11 @@ var (
 	basicScreenings    = []Type{TypeSSNTrace, TypeNationalCriminal}
 	standardScreenings = concat(basicScreenings, TypeCountyCriminal, TypeSexOffender)
 	catalogue          = []Package{
-		{Slug: "basic", Name: "Basic", Screenings: basicScreenings},
-		{Slug: "standard", Name: "Standard", Screenings: standardScreenings},
-		{Slug: "driver", Name: "Driver", Screenings: concat(standardScreenings, TypeMotorVehicle)},
+		{Slug: "basic", Name: "Basic", Screenings: basicScreenings, PriceCents: 2999},
+		{Slug: "standard", Name: "Standard", Screenings: standardScreenings, PriceCents: 5499},
+		{Slug: "driver", Name: "Driver", Screenings: concat(standardScreenings, TypeMotorVehicle), PriceCents: 7999},
 		{Slug: "employment", Name: "Employment", Screenings: concat(standardScreenings,
-			TypeEmploymentVerification, TypeEducationVerification)},
+			TypeEmploymentVerification, TypeEducationVerification), PriceCents: 8999},
 	}
 )
 
