@@ -15,6 +15,7 @@ type Sender interface {
 	SendInvitation(ctx context.Context, inv Invitation) error
 	SendAdverseNotice(ctx context.Context, n AdverseNotice) error
 	SendDisputeWarning(ctx context.Context, w DisputeWarning) error
+	SendInvoice(ctx context.Context, inv Invoice) error
 }
 
 // New returns the sender BGCHECK_SMTP_URL asks for: an SMTPSender for smtpURL (see

@@ -93,14 +93,22 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		w.Stop()
 		return fmt.Errorf("BGCHECK_SMTP_URL: %w", err)
 	}
-	checks := NewChecks(c, &activities.Checks{
-		DB: db, Mailer: mailer, PortalURL: cfg.PortalURL, Log: log,
-		Sandbox: screening.NewSandbox(cmp.Or(cfg.SandboxSpeed, screening.DefaultSandboxSpeed)),
-	}, &activities.AdverseActions{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
-		&activities.Disputes{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL})
+	checks := NewChecks(c, DomainActivities{
+		Checks: &activities.Checks{
+			DB: db, Mailer: mailer, PortalURL: cfg.PortalURL, Log: log,
+			Sandbox: screening.NewSandbox(cmp.Or(cfg.SandboxSpeed, screening.DefaultSandboxSpeed)),
+		},
+		Adverse:  &activities.AdverseActions{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
+		Disputes: &activities.Disputes{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
+		Billing:  &activities.Billing{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
+	})
 	if err := checks.Start(); err != nil {
 		w.Stop()
 		return err
+	}
+	if err := EnsureInvoiceSchedule(ctx, c); err != nil {
+		// Invoices wait, deliveries and checks need not: the next worker to start tries again.
+		log.Error("could not create the monthly invoice schedule; invoices wait until a worker creates it", "err", err)
 	}
 	defer checks.Stop()
 	log.Info("bgcheck-worker polling", "task_queue", workflows.TaskQueue, "concurrency", cfg.WorkerConcurrency,

@@ -3,9 +3,13 @@
 package worker
 
 import (
+	"context"
+	"errors"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/bgcheck/bgcheck/activities"
@@ -42,16 +46,48 @@ func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.W
 	return w
 }
 
-// NewChecks returns a worker on workflows.CheckTaskQueue with the check, adverse-action and
-// dispute workflows and their activities registered. Checks run on their own queue, so their workers and delivery workers
-// scale apart; bgcheck-worker runs one of each.
-func NewChecks(c client.Client, acts *activities.Checks, adverse *activities.AdverseActions, disputes *activities.Disputes) sdkworker.Worker {
+// DomainActivities are the activities of the background-check domain's workflows.
+type DomainActivities struct {
+	Checks   *activities.Checks
+	Adverse  *activities.AdverseActions
+	Disputes *activities.Disputes
+	Billing  *activities.Billing
+}
+
+// NewChecks returns a worker on workflows.CheckTaskQueue with the domain's workflows (checks,
+// adverse actions, disputes, invoicing) and their activities registered. They run on their own
+// queue, so their workers and delivery workers scale apart; bgcheck-worker runs one of each.
+func NewChecks(c client.Client, acts DomainActivities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.CheckTaskQueue, sdkworker.Options{})
 	w.RegisterWorkflow(workflows.CheckWorkflow)
 	w.RegisterWorkflow(workflows.AdverseActionWorkflow)
 	w.RegisterWorkflow(workflows.DisputeWorkflow)
-	w.RegisterActivity(acts)
-	w.RegisterActivity(adverse)
-	w.RegisterActivity(disputes)
+	w.RegisterWorkflow(workflows.InvoicingWorkflow)
+	w.RegisterWorkflow(workflows.InvoiceWorkflow)
+	w.RegisterActivity(acts.Checks)
+	w.RegisterActivity(acts.Adverse)
+	w.RegisterActivity(acts.Disputes)
+	w.RegisterActivity(acts.Billing)
 	return w
+}
+
+// EnsureInvoiceSchedule creates the Temporal Schedule that invoices each month when it ends,
+// unless it exists: every worker calls it at start, and one of them creates it.
+func EnsureInvoiceSchedule(ctx context.Context, c client.Client) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:   workflows.InvoiceScheduleID,
+		Spec: client.ScheduleSpec{CronExpressions: []string{workflows.InvoiceScheduleCron}},
+		Action: &client.ScheduleWorkflowAction{
+			ID:        "invoicing",
+			Workflow:  workflows.InvoicingWorkflow,
+			Args:      []any{workflows.InvoicingInput{}},
+			TaskQueue: workflows.CheckTaskQueue,
+		},
+		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
+		CatchupWindow: 7 * 24 * time.Hour,
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil
+	}
+	return err
 }

@@ -25,6 +25,7 @@ commands:
   keys create --account ID --mode test|live [--name N] [--scopes a,b] [--expires-at T] [--allow-ip CIDR]...
   keys revoke ID
   users create --account ID --email E --role admin|consumer [--name N]   (password on stdin)
+  quota set --account ID --limit N          the account's monthly quota of checks (each mode)
   disputes resolve ID --resolution corrected|verified|deleted [--note N]
                                             resolve a dispute of any mode, as the reporting agency
   secrets rotate-key                        re-encrypt every webhook signing secret under BGCHECK_SECRETS_KEY
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	cmd, rest := args[0], args[1:]
-	if (cmd == "keys" || cmd == "users" || cmd == "secrets" || cmd == "disputes") && len(rest) > 0 {
+	if (cmd == "keys" || cmd == "users" || cmd == "secrets" || cmd == "disputes" || cmd == "quota") && len(rest) > 0 {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return cmdKeysRevoke(ctx, cfg, rest, stdout)
 	case "users create":
 		return cmdUsersCreate(ctx, cfg, rest, stdin, stdout)
+	case "quota set":
+		return cmdQuotaSet(ctx, cfg, rest, stdout)
 	case "disputes resolve":
 		return cmdDisputesResolve(ctx, cfg, rest, stdout)
 	case "secrets rotate-key":
