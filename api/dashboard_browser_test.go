@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -215,6 +216,32 @@ func TestDashboardInTheBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#message.info`, chromedp.ByQuery))
 	if st := decode[map[string]any](t, s.bearer("GET", "/api/v1/admin/settings", s.adminA, nil), http.StatusOK); st["adverse_action_waiting_days"] != float64(8) {
 		t.Fatalf("settings after saving: %v", st)
+	}
+
+	// Billing: the quota, an issued invoice printed as a page, the payment methods.
+	october := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := s.db.Pool().Exec(context.Background(), `INSERT INTO usage_records (id, account_id, mode, check_id, package, unit_price_cents, created_at)
+		VALUES ($1, $2, 'live', $3, 'driver', 7999, $4)`, bgcheck.NewID(bgcheck.PrefixUsageRecord), s.a.ID, bgcheck.NewID(bgcheck.PrefixCheck),
+		october.AddDate(0, 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := s.db.IssueInvoice(context.Background(), s.a.ID, october)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode[map[string]any](t, s.do("POST", "/api/v1/billing/payment-methods", s.a.TestKey, map[string]any{"processor": "stripe",
+		"processor_ref": "pm_1Q2w3E4r5T6y7U8i", "brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": time.Now().Year() + 2}), http.StatusCreated)
+	var quotaText, invoiceTotal, methods string
+	run(t, tab, "open the billing page and the invoice", chromedp.Click(`a[href="#/billing"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#invoice-list a.invoice-link`, chromedp.ByQuery),
+		chromedp.Text(`#billing-quota`, &quotaText, chromedp.ByQuery),
+		chromedp.Text(`#payment-methods`, &methods, chromedp.ByQuery),
+		chromedp.Click(`#invoice-list a.invoice-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#invoice-total`, chromedp.ByQuery),
+		chromedp.Text(`#invoice-total`, &invoiceTotal, chromedp.ByQuery))
+	if !strings.Contains(quotaText, "of 1000 live checks used") || !strings.Contains(methods, "visa …4242") ||
+		!strings.Contains(invoiceTotal, "$79.99") || inv.TotalCents != 7999 {
+		t.Fatalf("billing: quota %q, methods %q, invoice total %q", quotaText, methods, invoiceTotal)
 	}
 
 	// Endpoints with their success rate; then sign out.

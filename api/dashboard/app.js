@@ -195,6 +195,87 @@ function chart(hourly) {
   return el('div', {}, svg, legend);
 }
 
+// dailyChart draws the month's live checks per day as bars.
+function dailyChart(daily) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const w = 720, h = 120, bw = w / Math.max(daily.length, 1);
+  const max = Math.max(1, ...daily.map((d) => d.checks));
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${w} ${h + 20}`);
+  svg.setAttribute('width', String(w));
+  svg.setAttribute('id', 'daily-chart');
+  daily.forEach((d, i) => {
+    const bh = (d.checks / max) * h;
+    const r = document.createElementNS(ns, 'rect');
+    r.setAttribute('x', String(i * bw + 1)); r.setAttribute('y', String(h - bh));
+    r.setAttribute('width', String(bw - 2)); r.setAttribute('height', String(bh));
+    r.setAttribute('fill', COLORS.succeeded);
+    const title = document.createElementNS(ns, 'title');
+    title.textContent = `${d.date}: ${d.checks} checks`;
+    r.append(title);
+    svg.append(r);
+    if (i % 7 === 0) {
+      const t = document.createElementNS(ns, 'text');
+      t.setAttribute('x', String(i * bw)); t.setAttribute('y', String(h + 15)); t.setAttribute('font-size', '11');
+      t.textContent = d.date.slice(5);
+      svg.append(t);
+    }
+  });
+  return svg;
+}
+
+function money(cents) { return '$' + (cents / 100).toFixed(2); }
+
+function quotaText(q) { return `${q.used} of ${q.limit} live checks used this month; ${q.remaining} left until ${when(q.period_end)}`; }
+
+// viewBilling shows the live quota and usage, the invoices and the payment methods.
+async function viewBilling(view) {
+  const [b, invoices, methods] = await Promise.all([api('GET', '/admin/billing'), api('GET', '/admin/billing/invoices'),
+    api('GET', '/admin/billing/payment-methods')]);
+  const invoiceRows = invoices.data.map((i) => el('tr', {}, el('td', {}, el('a', { href: '#/invoices/' + encodeURIComponent(i.id), class: 'invoice-link' }, i.number)),
+    el('td', {}, i.period_start.slice(0, 7)), statusCell(i.status), el('td', {}, money(i.total_cents)), el('td', {}, when(i.issued_at))));
+  const methodRows = methods.data.map((m) => {
+    const remove = el('button', { type: 'button', class: 'remove-pm' }, 'Remove');
+    remove.addEventListener('click', async () => {
+      if (!window.confirm('Remove ' + m.brand + ' …' + m.last4 + '?')) return;
+      try { await api('DELETE', '/admin/billing/payment-methods/' + encodeURIComponent(m.id)); await viewBilling(view); } catch (e) { failed(e); }
+    });
+    let makeDefault = null;
+    if (!m.default) {
+      makeDefault = el('button', { type: 'button', class: 'default-pm' }, 'Make default');
+      makeDefault.addEventListener('click', async () => {
+        try { await api('POST', '/admin/billing/payment-methods/' + encodeURIComponent(m.id) + '/default'); await viewBilling(view); } catch (e) { failed(e); }
+      });
+    }
+    return el('tr', { 'data-pm-id': m.id }, el('td', {}, m.brand + ' …' + m.last4), el('td', {}, `${m.exp_month}/${m.exp_year}`),
+      el('td', {}, m.processor + ' ' + m.processor_ref), el('td', {}, m.default ? 'default' : ''), el('td', {}, makeDefault, ' ', remove));
+  });
+  view.replaceChildren(el('h1', {}, 'Billing'),
+    el('p', { id: 'billing-quota' }, quotaText(b.quota)),
+    el('h2', {}, 'Live checks per day, this month'), dailyChart(b.daily || []),
+    el('div', { id: 'usage-totals' }, table(['Package', 'Checks', 'Amount'], b.totals.map((t) => el('tr', {}, el('td', {}, t.package),
+      el('td', {}, t.quantity), el('td', {}, money(t.amount_cents))))), el('p', {}, 'This month so far: ', money(b.total_cents))),
+    el('h2', {}, 'Invoices'),
+    invoiceRows.length ? el('div', { id: 'invoice-list' }, table(['Invoice', 'Period', 'Status', 'Total', 'Issued'], invoiceRows)) : el('p', { id: 'invoice-list' }, 'No invoices yet.'),
+    el('h2', {}, 'Payment methods'),
+    el('p', {}, 'Cards are held by your payment processor; bgcheck keeps only its reference.'),
+    el('div', { id: 'payment-methods' }, table(['Card', 'Expires', 'Processor reference', '', ''], methodRows)));
+}
+
+// viewInvoice is the printable invoice.
+async function viewInvoice(view, id) {
+  const i = await api('GET', '/admin/billing/invoices/' + encodeURIComponent(id));
+  const print = el('button', { type: 'button', id: 'print-invoice', class: 'no-print' }, 'Print');
+  print.addEventListener('click', () => window.print());
+  view.replaceChildren(el('div', { class: 'invoice', id: 'invoice' },
+    el('h1', {}, 'Invoice ' + i.number),
+    el('p', {}, 'Period ', i.period_start.slice(0, 10), ' to ', i.period_end.slice(0, 10), ' · issued ', when(i.issued_at), ' · ', i.status),
+    table(['Package', 'Checks', 'Unit price', 'Amount'], i.lines.map((l) => el('tr', {}, el('td', {}, l.package), el('td', {}, l.quantity),
+      el('td', {}, money(l.unit_price_cents)), el('td', {}, money(l.amount_cents))))),
+    el('p', { id: 'invoice-total' }, el('b', {}, 'Total ' + money(i.total_cents) + ' ' + i.currency.toUpperCase())),
+    print));
+}
+
 async function viewOverview(view) {
   const o = await api('GET', '/admin/overview');
   const card = (label, n, id) => el('div', { class: 'card', id }, el('b', {}, n), label);
@@ -203,6 +284,7 @@ async function viewOverview(view) {
     el('div', { class: 'cards' }, card('candidates', o.counts.candidates), card('checks', o.counts.checks, 'count-checks'),
       card('webhook endpoints', o.counts.webhook_endpoints),
       card('events (24 h)', o.counts.events_24h)),
+    el('p', { id: 'overview-quota' }, quotaText(o.quota)),
     el('h2', {}, 'Deliveries of the last 24 hours by status (pending: all in flight)'),
     el('div', { class: 'cards' }, card('pending', o.deliveries.pending, 'count-pending'), card('succeeded', o.deliveries.succeeded, 'count-succeeded'),
       card('failed', o.deliveries.failed, 'count-failed'), card('canceled', o.deliveries.canceled, 'count-canceled')),
@@ -466,6 +548,8 @@ async function route() {
     else if (path === '/disputes') { name = 'disputes'; await viewDisputes(view, params); }
     else if (path.startsWith('/disputes/')) { name = 'dispute'; await viewDispute(view, decodeURIComponent(path.slice('/disputes/'.length))); }
     else if (path === '/settings') { name = 'settings'; await viewSettings(view); }
+    else if (path === '/billing') { name = 'billing'; await viewBilling(view); }
+    else if (path.startsWith('/invoices/')) { name = 'invoice'; await viewInvoice(view, decodeURIComponent(path.slice('/invoices/'.length))); }
     else if (path === '/keys') { name = 'keys'; await viewKeys(view); }
     else if (path === '/endpoints') { name = 'endpoints'; await viewEndpoints(view); }
     else await viewOverview(view);
