@@ -214,12 +214,15 @@ func TestAdminOverview(t *testing.T) {
 		t.Fatalf("failed delivery record %+v", f)
 	}
 	// Every field of the contract is there, checks included, and nothing else at the top (the
-	// fifth is the hourly series, an array; TestAdminOverviewHourly checks it).
+	// fifth is the hourly series, an array, which TestAdminOverviewHourly checks; the sixth the
+	// live quota of checks, issue 15).
 	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(r.Body, &raw)
 	var counts map[string]any
 	_ = json.Unmarshal(raw["counts"], &counts)
-	if _, ok := counts["checks"]; !ok || len(raw) != 5 || raw["hourly"] == nil {
+	var quota map[string]any
+	_ = json.Unmarshal(raw["quota"], &quota)
+	if _, ok := counts["checks"]; !ok || len(raw) != 6 || raw["hourly"] == nil || quota["limit"] != float64(1000) || quota["used"] != float64(0) {
 		t.Fatalf("overview body %s", r.Body)
 	}
 

@@ -74,7 +74,7 @@ func TestPackageJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"slug":"basic","name":"Basic","screenings":["ssn_trace","national_criminal"]}`
+	want := `{"slug":"basic","name":"Basic","screenings":["ssn_trace","national_criminal"],"price_cents":2999}`
 	if string(b) != want {
 		t.Errorf("json = %s, want %s", b, want)
 	}
