@@ -78,9 +78,11 @@ type InvoiceLine struct {
 
 // Invoice bills an account for a period's live usage.
 type Invoice struct {
-	ID          string        `json:"id" db:"id"`
-	AccountID   string        `json:"-" db:"account_id"`
-	Number      string        `json:"number" db:"number"`
+	ID        string `json:"id" db:"id"`
+	AccountID string `json:"-" db:"account_id"`
+	Number    string `json:"number" db:"number"`
+	// Period names the month billed, YYYY-MM (UTC).
+	Period      string        `json:"period" db:"-"`
 	PeriodStart time.Time     `json:"period_start" db:"period_start"`
 	PeriodEnd   time.Time     `json:"period_end" db:"period_end"`
 	Lines       []InvoiceLine `json:"lines" db:"lines"`
@@ -90,8 +92,11 @@ type Invoice struct {
 	IssuedAt    time.Time     `json:"issued_at" db:"issued_at"`
 }
 
-// Period names an invoice's period as YYYY-MM.
-func (i *Invoice) Period() string { return i.PeriodStart.UTC().Format("2006-01") }
+// WithPeriod fills in Period from PeriodStart.
+func (i *Invoice) WithPeriod() *Invoice {
+	i.Period = i.PeriodStart.UTC().Format("2006-01")
+	return i
+}
 
 // InvoiceNumber is the number of an account's n-th invoice, issued for the period starting at
 // start: the period and a sequence, e.g. 2026-11-0003.
@@ -104,6 +109,7 @@ func InvoiceNumber(start time.Time, n int) string {
 type PaymentMethod struct {
 	ID           string    `json:"id" db:"id"`
 	AccountID    string    `json:"-" db:"account_id"`
+	Mode         Mode      `json:"mode" db:"mode"`
 	Processor    string    `json:"processor" db:"processor"`
 	ProcessorRef string    `json:"processor_ref" db:"processor_ref"`
 	Brand        string    `json:"brand" db:"brand"`

@@ -53,7 +53,7 @@ func (b *Billing) MailInvoice(ctx context.Context, id string) error {
 		return err
 	}
 	inv := m.Invoice
-	out := mail.Invoice{To: m.AdminEmails, AccountName: m.AccountName, Number: inv.Number, Period: inv.Period(),
+	out := mail.Invoice{To: m.AdminEmails, AccountName: m.AccountName, Number: inv.Number, Period: inv.Period,
 		Total: mail.Money(inv.TotalCents), Link: strings.TrimRight(b.PortalURL, "/") + "/dashboard/#/invoices/" + inv.ID}
 	for _, l := range inv.Lines {
 		out.Lines = append(out.Lines, mail.InvoiceLine{Package: l.Package, Quantity: l.Quantity,

@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -19,12 +18,26 @@ func (s *Server) usageRoutes(r chi.Router) {
 
 func (s *Server) billingRoutes(r chi.Router) {
 	read, write := requireScope(bgcheck.ScopeBillingRead), requireScope(bgcheck.ScopeBillingWrite)
+	r.Use(refuseCardNumbers)
 	r.With(read).Get("/invoices", s.handleInvoiceList)
 	r.With(read).Get("/invoices/{invoiceID}", s.handleInvoiceGet)
 	r.With(read).Get("/payment-methods", s.handlePaymentMethodList)
-	r.With(write, refuseCardNumbers).Post("/payment-methods", s.handlePaymentMethodAdd)
+	r.With(write).Post("/payment-methods", s.handlePaymentMethodAdd)
 	r.With(write).Post("/payment-methods/{paymentMethodID}/default", s.handlePaymentMethodDefault)
 	r.With(write).Delete("/payment-methods/{paymentMethodID}", s.handlePaymentMethodRemove)
+}
+
+// billingTenant is whose payment methods a request manages: an API key's account in its mode (test
+// mode has its own, as in Stripe), or, for the dashboard, the account's live ones.
+func billingTenant(r *http.Request) (bgcheck.Tenant, error) {
+	scope, err := scopeOf(r)
+	if err != nil {
+		return bgcheck.Tenant{}, err
+	}
+	if scope.admin {
+		return bgcheck.Tenant{AccountID: scope.accountID, Mode: bgcheck.ModeLive}, nil
+	}
+	return bgcheck.Tenant{AccountID: scope.accountID, Mode: scope.mode}, nil
 }
 
 // usageRange reads ?from= and ?to= (RFC 3339 times or YYYY-MM-DD dates, UTC); without them, the
@@ -95,6 +108,10 @@ func (s *Server) handleInvoiceList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	if scope.mode == bgcheck.ModeTest { // invoices bill live usage: test mode has none
+		writeJSON(w, http.StatusOK, bgcheck.Page[*bgcheck.Invoice]{Data: []*bgcheck.Invoice{}})
+		return
+	}
 	page, err := s.db.ListInvoices(r.Context(), scope.accountID, p)
 	if err != nil {
 		writeError(w, r, err)
@@ -114,6 +131,10 @@ func (s *Server) handleInvoiceGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	if scope.mode == bgcheck.ModeTest {
+		writeError(w, r, bgcheck.ErrNotFound)
+		return
+	}
 	inv, err := s.db.FindInvoice(r.Context(), scope.accountID, id)
 	if err != nil {
 		writeError(w, r, err)
@@ -123,12 +144,12 @@ func (s *Server) handleInvoiceGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handlePaymentMethodList(w http.ResponseWriter, r *http.Request) {
-	scope, err := scopeOf(r)
+	t, err := billingTenant(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	pms, err := s.db.ListPaymentMethods(r.Context(), scope.accountID)
+	pms, err := s.db.ListPaymentMethods(r.Context(), t)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -147,12 +168,14 @@ type paymentMethodRequest struct {
 
 var (
 	processorPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{1,31}$`)
+	referencePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
+	brandPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	last4Pattern     = regexp.MustCompile(`^[0-9]{4}$`)
 )
 
 // handlePaymentMethodAdd stores a reference to a payment method created at a payment processor.
 func (s *Server) handlePaymentMethodAdd(w http.ResponseWriter, r *http.Request) {
-	scope, err := scopeOf(r)
+	t, err := billingTenant(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -162,15 +185,19 @@ func (s *Server) handlePaymentMethodAdd(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, err)
 		return
 	}
+	if cardInStrings(req.Processor, req.ProcessorRef, req.Brand, req.Last4) { // JSON escapes hide digits from the raw scan
+		writeError(w, r, errCardNumber)
+		return
+	}
 	var v validator
 	if !processorPattern.MatchString(req.Processor) {
 		v.add("processor", "is required: the payment processor's name, such as stripe")
 	}
-	if ref := strings.TrimSpace(req.ProcessorRef); ref == "" || len(ref) > 255 {
-		v.add("processor_ref", "is required: the processor's id of the payment method, at most 255 characters")
+	if !referencePattern.MatchString(req.ProcessorRef) {
+		v.add("processor_ref", "is required: the processor's id of the payment method (letters, digits, _ and -), at most 255 characters")
 	}
-	if b := strings.TrimSpace(req.Brand); b == "" || len(b) > 32 {
-		v.add("brand", "is required: the card's brand, such as visa, at most 32 characters")
+	if !brandPattern.MatchString(req.Brand) {
+		v.add("brand", "is required: the card's brand, such as visa (letters, digits, _ and -), at most 32 characters")
 	}
 	if !last4Pattern.MatchString(req.Last4) {
 		v.add("last4", "must be the card number's last four digits")
@@ -186,8 +213,8 @@ func (s *Server) handlePaymentMethodAdd(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, err)
 		return
 	}
-	pm, err := s.db.AddPaymentMethod(r.Context(), scope.accountID, bgcheck.PaymentMethod{
-		Processor: req.Processor, ProcessorRef: strings.TrimSpace(req.ProcessorRef), Brand: strings.TrimSpace(req.Brand),
+	pm, err := s.db.AddPaymentMethod(r.Context(), t, bgcheck.PaymentMethod{
+		Processor: req.Processor, ProcessorRef: req.ProcessorRef, Brand: req.Brand,
 		Last4: req.Last4, ExpMonth: req.ExpMonth, ExpYear: req.ExpYear,
 	})
 	if err != nil {
@@ -198,7 +225,7 @@ func (s *Server) handlePaymentMethodAdd(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) handlePaymentMethodDefault(w http.ResponseWriter, r *http.Request) {
-	scope, err := scopeOf(r)
+	t, err := billingTenant(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -208,7 +235,7 @@ func (s *Server) handlePaymentMethodDefault(w http.ResponseWriter, r *http.Reque
 		writeError(w, r, err)
 		return
 	}
-	pm, err := s.db.SetDefaultPaymentMethod(r.Context(), scope.accountID, id)
+	pm, err := s.db.SetDefaultPaymentMethod(r.Context(), t, id)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -217,7 +244,7 @@ func (s *Server) handlePaymentMethodDefault(w http.ResponseWriter, r *http.Reque
 }
 
 func (s *Server) handlePaymentMethodRemove(w http.ResponseWriter, r *http.Request) {
-	scope, err := scopeOf(r)
+	t, err := billingTenant(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -227,7 +254,7 @@ func (s *Server) handlePaymentMethodRemove(w http.ResponseWriter, r *http.Reques
 		writeError(w, r, err)
 		return
 	}
-	if err := s.db.RemovePaymentMethod(r.Context(), scope.accountID, id); err != nil {
+	if err := s.db.RemovePaymentMethod(r.Context(), t, id); err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -164,10 +164,18 @@ func TestPaymentMethodsNeverTakeACardNumber(t *testing.T) {
 		t.Fatalf("after removing the default, the other is it: %v", l.Data)
 	}
 
+	// Test mode has its own payment methods: the live ones are apart.
+	if l := decode[pageJSON[map[string]any]](t, e.do("GET", "/api/v1/billing/payment-methods", a.LiveKey, nil), 200); len(l.Data) != 0 {
+		t.Fatalf("the live key sees the test mode's payment methods: %v", l.Data)
+	}
+
 	const card = "4000 0566 5566 5556"
-	for _, body := range []map[string]any{
-		{"processor": "stripe", "processor_ref": card, "brand": "visa", "last4": "5556", "exp_month": 1, "exp_year": 2031},
-		{"processor": "stripe", "processor_ref": "pm_x", "brand": "visa", "last4": "5556", "exp_month": 1, "exp_year": 2031, "number": "4000056655665556"},
+	for _, body := range []any{
+		map[string]any{"processor": "stripe", "processor_ref": card, "brand": "visa", "last4": "5556", "exp_month": 1, "exp_year": 2031},
+		map[string]any{"processor": "stripe", "processor_ref": "pm_x", "brand": "visa", "last4": "5556", "exp_month": 1, "exp_year": 2031, "number": "4000056655665556"},
+		map[string]any{"processor": "stripe", "processor_ref": "4000056655665556 123", "brand": "visa", "last4": "5556", "exp_month": 1, "exp_year": 2031},
+		// A JSON escape hides the first digit from the raw bytes; the decoded value still has it.
+		`{"processor":"stripe","processor_ref":"\u00340000566556655 56","brand":"visa","last4":"5556","exp_month":1,"exp_year":2031}`,
 	} {
 		r := e.do("POST", "/api/v1/billing/payment-methods", a.TestKey, body)
 		wantProblem(t, r, 422, bgcheck.CodeCardNumberRefused)
@@ -175,6 +183,9 @@ func TestPaymentMethodsNeverTakeACardNumber(t *testing.T) {
 			t.Fatalf("the answer repeats the number: %s", r.Body)
 		}
 	}
+	// In the query or the path, which the access log writes, as much as in the body.
+	wantProblem(t, e.do("GET", "/api/v1/billing/payment-methods?card=4000056655665556", a.TestKey, nil), 422, bgcheck.CodeCardNumberRefused)
+	wantProblem(t, e.do("DELETE", "/api/v1/billing/payment-methods/4000056655665556", a.TestKey, nil), 422, bgcheck.CodeCardNumberRefused)
 	var stored int
 	if err := e.db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM payment_methods WHERE processor_ref LIKE '%5566%' OR account_id = $1 AND last4 = '5556'`,
 		a.ID).Scan(&stored); err != nil || stored != 0 {
@@ -242,9 +253,14 @@ func TestInvoiceOfASeededMonth(t *testing.T) {
 		t.Fatalf("a month without usage: %v, %v", none, err)
 	}
 	l := decode[pageJSON[map[string]any]](t, e.do("GET", "/api/v1/billing/invoices", a.LiveKey, nil), 200)
-	if len(l.Data) != 1 || l.Data[0]["id"] != inv.ID || l.Data[0]["total_cents"] != float64(25995) {
+	if len(l.Data) != 1 || l.Data[0]["id"] != inv.ID || l.Data[0]["total_cents"] != float64(25995) || l.Data[0]["period"] != "2026-10" {
 		t.Fatalf("invoices %v", l.Data)
 	}
+	// Invoices bill live usage: test mode has none.
+	if l := decode[pageJSON[map[string]any]](t, e.do("GET", "/api/v1/billing/invoices", a.TestKey, nil), 200); len(l.Data) != 0 {
+		t.Fatalf("a test key lists invoices %v", l.Data)
+	}
+	wantProblem(t, e.do("GET", "/api/v1/billing/invoices/"+inv.ID, a.TestKey, nil), 404, bgcheck.CodeNotFound)
 	decode[map[string]any](t, e.bearer("GET", "/api/v1/admin/billing/invoices/"+inv.ID, admin, nil), 200)
 	other := e.newAccount()
 	wantProblem(t, e.do("GET", "/api/v1/billing/invoices/"+inv.ID, other.LiveKey, nil), 404, bgcheck.CodeNotFound)

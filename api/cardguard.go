@@ -8,12 +8,18 @@ import (
 	"github.com/bgcheck/bgcheck"
 )
 
-// refuseCardNumbers answers 422 card_number_refused to a request whose body holds what looks like
-// a full payment card number (13 to 19 digits, spaces or dashes between them allowed, passing the
-// Luhn check), before anything reads it further: bgcheck holds only payment processors'
-// references, and the number is neither stored nor repeated in the answer or the log.
+// refuseCardNumbers answers 422 card_number_refused to a request whose path, query or body holds
+// what looks like a full payment card number, before anything reads it further: bgcheck holds
+// only payment processors' references, and the number is neither stored nor repeated in the
+// answer or the log (the access log writes the path: a number there is refused with the rest).
+// It guards the billing routes; handlers also check the decoded strings (cardInStrings), which
+// JSON escapes could hide from the raw bytes.
 func refuseCardNumbers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if containsCardNumber([]byte(r.URL.Path)) || containsCardNumber([]byte(r.URL.RawQuery)) {
+			writeError(w, r, errCardNumber)
+			return
+		}
 		if r.Body == nil || r.ContentLength == 0 {
 			next.ServeHTTP(w, r)
 			return
@@ -24,9 +30,7 @@ func refuseCardNumbers(next http.Handler) http.Handler {
 			return
 		}
 		if containsCardNumber(body) {
-			writeError(w, r, bgcheck.Errorf(bgcheck.CodeCardNumberRefused,
-				"the request holds what looks like a card number; bgcheck never takes card numbers: create the payment method "+
-					"at your payment processor and send its reference (processor_ref), brand and last4"))
+			writeError(w, r, errCardNumber)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -34,9 +38,23 @@ func refuseCardNumbers(next http.Handler) http.Handler {
 	})
 }
 
-// containsCardNumber reports whether b holds a run of 13 to 19 digits, possibly grouped by single
-// spaces or dashes, standing on its own (not inside a word such as an id) and passing the Luhn
-// check.
+var errCardNumber = bgcheck.Errorf(bgcheck.CodeCardNumberRefused,
+	"the request holds what looks like a card number; bgcheck never takes card numbers: create the payment method "+
+		"at your payment processor and send its reference (processor_ref), brand and last4")
+
+// cardInStrings reports whether any of the decoded strings holds a card number.
+func cardInStrings(values ...string) bool {
+	for _, v := range values {
+		if containsCardNumber([]byte(v)) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsCardNumber reports whether b holds a card number: a run of digits grouped by spaces,
+// dashes, dots or slashes, standing on its own (not inside a word such as an id), whose first 13
+// to 19 digits pass the Luhn check (so a number followed by its CVC or expiry is found too).
 func containsCardNumber(b []byte) bool {
 	for i := 0; i < len(b); {
 		if !isDigit(b[i]) || (i > 0 && isWordByte(b[i-1])) {
@@ -49,20 +67,36 @@ func containsCardNumber(b []byte) bool {
 			if isDigit(b[j]) {
 				digits = append(digits, b[j])
 				j++
-			} else if (b[j] == ' ' || b[j] == '-') && j+1 < len(b) && isDigit(b[j+1]) {
-				j++
-			} else {
+				continue
+			}
+			k := j
+			for k < len(b) && isSeparator(b[k]) {
+				k++
+			}
+			if k == j || k == len(b) || !isDigit(b[k]) {
 				break
 			}
+			j = k
 		}
 		alone := j == len(b) || !isWordByte(b[j])
-		if alone && len(digits) >= 13 && len(digits) <= 19 && luhn(digits) {
+		if alone && hasLuhnPrefix(digits) {
 			return true
 		}
 		i = j
 	}
 	return false
 }
+
+func hasLuhnPrefix(digits []byte) bool {
+	for n := 13; n <= 19 && n <= len(digits); n++ {
+		if luhn(digits[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isSeparator(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '/' }
 
 func isWordByte(c byte) bool {
 	return isDigit(c) || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')

@@ -229,7 +229,7 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decode[map[string]any](t, s.do("POST", "/api/v1/billing/payment-methods", s.a.TestKey, map[string]any{"processor": "stripe",
+	decode[map[string]any](t, s.do("POST", "/api/v1/billing/payment-methods", s.a.LiveKey, map[string]any{"processor": "stripe",
 		"processor_ref": "pm_1Q2w3E4r5T6y7U8i", "brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": time.Now().Year() + 2}), http.StatusCreated)
 	var quotaText, invoiceTotal, methods string
 	run(t, tab, "open the billing page and the invoice", chromedp.Click(`a[href="#/billing"]`, chromedp.ByQuery),

@@ -78,10 +78,20 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("request_id", ri.id), slog.String("account_id", ri.accountID),
 					slog.String("method", r.Method), slog.String("route", pattern),
-					slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+					slog.String("path", loggablePath(r.URL.Path)), slog.Int("status", rec.status),
 					slog.Duration("duration", elapsed), slog.String("client", ri.client.String()))
 			}
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// loggablePath is the path the access log writes: the path, unless it holds what looks like a
+// card number, which is never logged (the billing routes refuse such requests; the log of the
+// refusal must not keep the number either).
+func loggablePath(path string) string {
+	if containsCardNumber([]byte(path)) {
+		return "(a path holding a card number, not logged)"
+	}
+	return path
 }

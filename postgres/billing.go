@@ -15,7 +15,7 @@ import (
 // count one after the other: of 50 concurrent creates with 10 units left, exactly 10 succeed.
 func takeQuota(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant) error {
 	var limit int
-	if err := tx.QueryRow(ctx, `SELECT monthly_check_quota FROM accounts WHERE id = $1 FOR UPDATE`, t.AccountID).Scan(&limit); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT monthly_check_quota FROM accounts WHERE id = $1 FOR NO KEY UPDATE`, t.AccountID).Scan(&limit); err != nil {
 		return notFound(err)
 	}
 	start, end := bgcheck.PeriodOf(time.Now())
@@ -101,19 +101,28 @@ func (db *DB) ListUsage(ctx context.Context, t bgcheck.Tenant, from, to time.Tim
 	for _, u := range pg.Data {
 		u.CheckID = bgcheck.CheckUUID(u.Check)
 	}
-	totals, err := db.usageTotals(ctx, t, from, to)
+	rows, err := db.pool.Query(ctx, `
+		SELECT package, count(*)::int AS quantity, sum(unit_price_cents)::bigint AS amount_cents
+		FROM usage_records WHERE account_id = $1 AND mode = $2 AND created_at >= $3 AND created_at < $4
+		GROUP BY package ORDER BY package`, t.AccountID, t.Mode, from, to)
 	if err != nil {
 		return nil, err
 	}
-	out := &Usage{Page: pg, PeriodStart: from, PeriodEnd: to, Totals: []bgcheck.UsageTotal{}}
+	totals, err := pgx.CollectRows(rows, pgx.RowToStructByPos[bgcheck.UsageTotal])
+	if err != nil {
+		return nil, err
+	}
+	out := &Usage{Page: pg, PeriodStart: from, PeriodEnd: to, Totals: totals}
+	if out.Totals == nil {
+		out.Totals = []bgcheck.UsageTotal{}
+	}
 	for _, tot := range totals {
-		out.Totals = append(out.Totals, bgcheck.UsageTotal{Package: tot.Package, Quantity: tot.Quantity, AmountCents: tot.AmountCents})
 		out.TotalCents += tot.AmountCents
 	}
 	return out, nil
 }
 
-// usageTotals sums the tenant's usage of [from, to) by package and price.
+// usageTotals sums the tenant's usage of [from, to) by package and price: an invoice's lines.
 func (db *DB) usageTotals(ctx context.Context, t bgcheck.Tenant, from, to time.Time) ([]bgcheck.InvoiceLine, error) {
 	rows, err := db.pool.Query(ctx, `
 		SELECT package, count(*)::int AS quantity, unit_price_cents, sum(unit_price_cents)::bigint AS amount_cents
@@ -194,20 +203,32 @@ func (db *DB) IssueInvoice(ctx context.Context, accountID string, start time.Tim
 
 func (db *DB) invoiceOfPeriod(ctx context.Context, accountID string, start time.Time) (*bgcheck.Invoice, error) {
 	rows, err := db.pool.Query(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE account_id = $1 AND period_start = $2`, accountID, start)
-	return collectOne[bgcheck.Invoice](rows, err)
+	inv, err := collectOne[bgcheck.Invoice](rows, err)
+	if err != nil {
+		return nil, err
+	}
+	return inv.WithPeriod(), nil
 }
 
 // FindInvoice returns one of the account's invoices.
 func (db *DB) FindInvoice(ctx context.Context, accountID, id string) (*bgcheck.Invoice, error) {
 	rows, err := db.pool.Query(ctx, `SELECT `+invoiceColumns+` FROM invoices WHERE id = $1 AND account_id = $2`, id, accountID)
-	return collectOne[bgcheck.Invoice](rows, err)
+	inv, err := collectOne[bgcheck.Invoice](rows, err)
+	if err != nil {
+		return nil, err
+	}
+	return inv.WithPeriod(), nil
 }
 
 // ListInvoices returns a page of the account's invoices, newest first.
 func (db *DB) ListInvoices(ctx context.Context, accountID string, p bgcheck.ListParams) (bgcheck.Page[*bgcheck.Invoice], error) {
-	return page(ctx, db, p, func(i *bgcheck.Invoice) string { return i.ID }, `
+	pg, err := page(ctx, db, p, func(i *bgcheck.Invoice) string { return i.ID }, `
 		SELECT `+invoiceColumns+` FROM invoices WHERE account_id = $1 AND ($2 = '' OR id < $2)
 		ORDER BY id DESC LIMIT $3`, accountID)
+	for _, inv := range pg.Data {
+		inv.WithPeriod()
+	}
+	return pg, err
 }
 
 // InvoiceMail is what the invoice's e-mail needs, and whether it was sent.

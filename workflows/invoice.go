@@ -14,8 +14,10 @@ import (
 // InvoiceScheduleID is the Temporal Schedule that runs InvoicingWorkflow when each month ends.
 const InvoiceScheduleID = "bgcheck-invoices"
 
-// InvoiceScheduleCron fires at 00:00 UTC on the first of each month: the month before has ended.
-const InvoiceScheduleCron = "0 0 1 * *"
+// InvoiceScheduleCron fires at 00:15 UTC on the first of each month: the month before has ended,
+// and a consent whose transaction began before midnight (its usage dated in that month) has long
+// committed.
+const InvoiceScheduleCron = "15 0 1 * *"
 
 // InvoicingInput names the period to invoice; the zero value means the month before the one the
 // workflow runs in (what the schedule passes).

@@ -89,7 +89,7 @@ func TestInvoicingInvoicesTheMonthBeforeOnce(t *testing.T) {
 		t.Fatalf("invoices %+v, %v", page.Data, err)
 	}
 	inv := page.Data[0]
-	if inv.TotalCents != 5998 || inv.Period() != "2026-10" {
+	if inv.TotalCents != 5998 || inv.Period != "2026-10" {
 		t.Fatalf("invoice %+v", inv)
 	}
 	if len(outbox.sent) != 1 || outbox.sent[0].Number != inv.Number || outbox.sent[0].Total != "$59.98" ||

@@ -233,7 +233,7 @@ async function viewBilling(view) {
   const [b, invoices, methods] = await Promise.all([api('GET', '/admin/billing'), api('GET', '/admin/billing/invoices'),
     api('GET', '/admin/billing/payment-methods')]);
   const invoiceRows = invoices.data.map((i) => el('tr', {}, el('td', {}, el('a', { href: '#/invoices/' + encodeURIComponent(i.id), class: 'invoice-link' }, i.number)),
-    el('td', {}, i.period_start.slice(0, 7)), statusCell(i.status), el('td', {}, money(i.total_cents)), el('td', {}, when(i.issued_at))));
+    el('td', {}, i.period), statusCell(i.status), el('td', {}, money(i.total_cents)), el('td', {}, when(i.issued_at))));
   const methodRows = methods.data.map((m) => {
     const remove = el('button', { type: 'button', class: 'remove-pm' }, 'Remove');
     remove.addEventListener('click', async () => {
@@ -269,7 +269,7 @@ async function viewInvoice(view, id) {
   print.addEventListener('click', () => window.print());
   view.replaceChildren(el('div', { class: 'invoice', id: 'invoice' },
     el('h1', {}, 'Invoice ' + i.number),
-    el('p', {}, 'Period ', i.period_start.slice(0, 10), ' to ', i.period_end.slice(0, 10), ' · issued ', when(i.issued_at), ' · ', i.status),
+    el('p', {}, 'Checks of ', i.period, ' (UTC) · issued ', when(i.issued_at), ' · ', i.status),
     table(['Package', 'Checks', 'Unit price', 'Amount'], i.lines.map((l) => el('tr', {}, el('td', {}, l.package), el('td', {}, l.quantity),
       el('td', {}, money(l.unit_price_cents)), el('td', {}, money(l.amount_cents))))),
     el('p', { id: 'invoice-total' }, el('b', {}, 'Total ' + money(i.total_cents) + ' ' + i.currency.toUpperCase())),

@@ -39,10 +39,12 @@ CREATE TABLE invoices (
 );
 CREATE INDEX invoices_account_idx ON invoices (account_id, id DESC);
 
--- References to payment methods held by a payment processor: never a card number.
+-- References to payment methods held by a payment processor: never a card number. Test mode has
+-- its own, as in Stripe, so a test key never touches the live ones.
 CREATE TABLE payment_methods (
     id            text PRIMARY KEY,
     account_id    text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    mode          text NOT NULL CHECK (mode IN ('test', 'live')),
     processor     text NOT NULL,
     processor_ref text NOT NULL,
     brand         text NOT NULL,
@@ -51,9 +53,9 @@ CREATE TABLE payment_methods (
     exp_year      integer NOT NULL,
     is_default    boolean NOT NULL DEFAULT false,
     created_at    timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (account_id, processor, processor_ref)
+    UNIQUE (account_id, mode, processor, processor_ref)
 );
-CREATE UNIQUE INDEX payment_methods_one_default_idx ON payment_methods (account_id) WHERE is_default;
+CREATE UNIQUE INDEX payment_methods_one_default_idx ON payment_methods (account_id, mode) WHERE is_default;
 
 -- +goose Down
 DROP TABLE payment_methods;
