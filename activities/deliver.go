@@ -163,6 +163,14 @@ func (a *Activities) post(ctx context.Context, t *postgres.AttemptTarget, attemp
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set(webhook.SignatureHeader, webhook.Sign(t.Secret, t.Body))
+	now := time.Now()
+	standard, err := webhook.SignStandard(t.Secret, t.EventID, now, t.Body)
+	if err != nil {
+		return 0, "", fmt.Errorf("the endpoint's secret: %w", err)
+	}
+	req.Header.Set(webhook.StandardIDHeader, t.EventID)
+	req.Header.Set(webhook.StandardTimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(webhook.StandardSignatureHeader, standard)
 	req.Header.Set("X-Service-Event-Id", t.EventID)
 	req.Header.Set("X-Service-Event-Type", t.EventType)
 	req.Header.Set("X-Service-Delivery-Id", t.DeliveryID)

@@ -42,12 +42,14 @@ var EventTypes = bgcheck.EventTypes
 // ValidEventType reports whether t is one of EventTypes.
 func ValidEventType(t string) bool { return bgcheck.ValidEventType(t) }
 
-// NewSecret returns a fresh endpoint secret: "whsec_" and 256 random bits in unpadded base64url.
-// The HMAC key is the whole string's bytes, prefix included, exactly as the caller receives it.
+// NewSecret returns a fresh endpoint secret: "whsec_" and 256 random bits in base64 (standard
+// alphabet, padded), the form Standard Webhooks libraries decode. The X-Service-Signature key is
+// the whole string's bytes, prefix included, exactly as the caller receives it; the Standard
+// Webhooks key is the decoded bits (StandardKey).
 func NewSecret() string {
 	var b [secretBytes]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return secretPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return secretPrefix + base64.StdEncoding.EncodeToString(b[:])
 }
 
 // Envelope is the JSON body of every delivery (product spec §2.2, API.md §6).

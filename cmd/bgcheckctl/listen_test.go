@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +91,14 @@ func delivery(t *testing.T, secret, attempt string) (body []byte, header http.He
 	header = http.Header{}
 	header.Set("Content-Type", "application/json")
 	header.Set(webhook.SignatureHeader, webhook.Sign(secret, body))
+	now := time.Now()
+	standard, err := webhook.SignStandard(secret, "evt_0123456789abcdef", now, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header.Set(webhook.StandardIDHeader, "evt_0123456789abcdef")
+	header.Set(webhook.StandardTimestampHeader, strconv.FormatInt(now.Unix(), 10))
+	header.Set(webhook.StandardSignatureHeader, standard)
 	header.Set("X-Service-Event-Id", "evt_0123456789abcdef")
 	header.Set("X-Service-Event-Type", webhook.EventCheckCompleted)
 	header.Set("X-Service-Delivery-Id", "dlv_0123456789abcdef")
@@ -124,7 +133,7 @@ func TestListenChecksSignatures(t *testing.T) {
 	if status, answer := post(t, url, body, header); status != http.StatusNoContent {
 		t.Fatalf("a correctly signed delivery: %d %s", status, answer)
 	}
-	if got, want := out.last(), " check.completed evt_0123456789abcdef attempt=2 signature=ok answered=204"; !strings.HasSuffix(got, want) {
+	if got, want := out.last(), " check.completed evt_0123456789abcdef attempt=2 signature=ok standard=ok answered=204"; !strings.HasSuffix(got, want) {
 		t.Errorf("printed %q, want it to end %q", got, want)
 	}
 	if _, err := time.Parse(time.RFC3339, strings.Fields(out.last())[0]); err != nil {
@@ -138,7 +147,7 @@ func TestListenChecksSignatures(t *testing.T) {
 	if status, _ := post(t, url, tampered, header); status != http.StatusUnauthorized {
 		t.Fatalf("a tampered delivery: %d, want 401", status)
 	}
-	if got := out.last(); !strings.HasSuffix(got, "attempt=2 signature=INVALID answered=401") {
+	if got := out.last(); !strings.HasSuffix(got, "attempt=2 signature=INVALID standard=INVALID answered=401") {
 		t.Errorf("printed %q for a tampered delivery", got)
 	}
 	header.Set(webhook.SignatureHeader, webhook.Sign(webhook.NewSecret(), body))
@@ -200,7 +209,7 @@ func TestListenForwards(t *testing.T) {
 	if err := webhook.Verify(secret, fwd.body, fwd.header.Get(webhook.SignatureHeader)); err != nil {
 		t.Errorf("the application cannot verify the forwarded delivery: %v", err)
 	}
-	if got := out.last(); !strings.HasSuffix(got, "attempt=1 signature=ok forwarded=202 answered=202") {
+	if got := out.last(); !strings.HasSuffix(got, "attempt=1 signature=ok standard=ok forwarded=202 answered=202") {
 		t.Errorf("printed %q", got)
 	}
 
@@ -219,7 +228,7 @@ func TestListenForwards(t *testing.T) {
 	if status, _ := post(t, url, body, header); status != http.StatusBadGateway {
 		t.Errorf("with the application down: %d, want 502", status)
 	}
-	if got := out.last(); !strings.Contains(got, "signature=ok forward-error=") || !strings.HasSuffix(got, "answered=502") {
+	if got := out.last(); !strings.Contains(got, "signature=ok standard=ok forward-error=") || !strings.HasSuffix(got, "answered=502") {
 		t.Errorf("printed %q", got)
 	}
 }

@@ -275,7 +275,10 @@ func newReceiver(t testing.TB, answer func(n int, w http.ResponseWriter, r *http
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
 		h := hit{at: time.Now(), header: r.Header.Clone(), body: body, attempt: r.Header.Get("X-Service-Delivery-Attempt"),
-			sigOK: rc.secret != "" && webhook.Verify(rc.secret, body, r.Header.Get("X-Service-Signature")) == nil}
+			// Both schemes must hold: X-Service-Signature and the Standard Webhooks headers.
+			sigOK: rc.secret != "" && webhook.Verify(rc.secret, body, r.Header.Get("X-Service-Signature")) == nil &&
+				webhook.VerifyStandard(rc.secret, body, r.Header.Get(webhook.StandardIDHeader), r.Header.Get(webhook.StandardTimestampHeader),
+					r.Header.Get(webhook.StandardSignatureHeader), 0, time.Now()) == nil}
 		rc.hits = append(rc.hits, h)
 		n := len(rc.hits)
 		rc.mu.Unlock()

@@ -82,29 +82,47 @@ func (l *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	line := l.describe(received, r.Header, body)
+	standard := l.standardVerdict(received, r.Header, body)
 
 	if err := webhook.Verify(l.secret, body, r.Header.Get(webhook.SignatureHeader)); err != nil {
-		l.Printf("%s signature=INVALID answered=401", line)
+		l.Printf("%s signature=INVALID %s answered=401", line, standard)
 		http.Error(w, "the signature does not match the body for this secret", http.StatusUnauthorized)
 		return
 	}
 	if l.forward == nil {
-		l.Printf("%s signature=ok answered=204", line)
+		l.Printf("%s signature=ok %s answered=204", line, standard)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	status, header, answer, err := l.forwardDelivery(r.Context(), r.Header, body)
 	if err != nil {
-		l.Printf("%s signature=ok forward-error=%q answered=502", line, err.Error())
+		l.Printf("%s signature=ok %s forward-error=%q answered=502", line, standard, err.Error())
 		http.Error(w, "forwarding failed: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	l.Printf("%s signature=ok forwarded=%d answered=%d", line, status, status)
+	l.Printf("%s signature=ok %s forwarded=%d answered=%d", line, standard, status, status)
 	if ct := header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(answer)
+}
+
+// standardVerdict says whether the Standard Webhooks headers hold: "standard=ok", or what is wrong
+// with them (a stale timestamp, a bad signature, missing headers). X-Service-Signature decides
+// the answer; this one is shown beside it.
+func (l *Receiver) standardVerdict(received time.Time, h http.Header, body []byte) string {
+	err := webhook.VerifyStandard(l.secret, body, h.Get(webhook.StandardIDHeader), h.Get(webhook.StandardTimestampHeader),
+		h.Get(webhook.StandardSignatureHeader), webhook.DefaultTolerance, received)
+	switch {
+	case err == nil:
+		return "standard=ok"
+	case errors.Is(err, webhook.ErrTimestampOutOfTolerance):
+		return "standard=STALE"
+	case errors.Is(err, webhook.ErrMissingHeaders):
+		return "standard=absent"
+	}
+	return "standard=INVALID"
 }
 
 // describe is the start of a delivery's line: when it came, the event's type and id, and the
