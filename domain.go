@@ -146,6 +146,9 @@ type WebhookEndpoint struct {
 	Secret      string    `json:"-" db:"secret"`
 	CreatedAt   time.Time `json:"created_at" db:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at" db:"updated_at"`
+	// PreviousSecretExpiresAt is when the secret a rotation replaced stops signing; nil when
+	// only the current secret signs.
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at" db:"previous_secret_expires_at"`
 }
 
 // Candidate is a person being checked. Email, Phone and DOB are optional; DOB is a calendar

@@ -162,9 +162,13 @@ func (a *Activities) post(ctx context.Context, t *postgres.AttemptTarget, attemp
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(webhook.SignatureHeader, webhook.Sign(t.Secret, t.Body))
+	secrets := []string{t.Secret}
+	if t.PreviousSecret != "" { // a rotation's overlap: both sign
+		secrets = append(secrets, t.PreviousSecret)
+	}
+	req.Header.Set(webhook.SignatureHeader, webhook.SignAll(secrets, t.Body))
 	now := time.Now()
-	standard, err := webhook.SignStandard(t.Secret, t.EventID, now, t.Body)
+	standard, err := webhook.SignStandardAll(secrets, t.EventID, now, t.Body)
 	if err != nil {
 		return 0, "", fmt.Errorf("the endpoint's secret: %w", err)
 	}

@@ -298,7 +298,7 @@ func TestRotatedSecretSignsTheNextAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rotated := webhook.NewSecret()
-	if err := f.db.RotateEndpointSecret(ctx, f.tenant, f.endpointID, rotated); err != nil {
+	if _, err := f.db.RotateEndpointSecret(ctx, f.tenant, f.endpointID, rotated, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.acts(true).DeliverWebhook(ctx, activities.AttemptInput{DeliveryID: f.deliveryID, Number: 2, RetryAfter: time.Minute}); err != nil {
@@ -312,6 +312,50 @@ func TestRotatedSecretSignsTheNextAttempt(t *testing.T) {
 	}
 	if string(reqs[0].body) != string(reqs[1].body) || reqs[1].header.Get("X-Service-Delivery-Attempt") != "2" {
 		t.Fatal("the body changed between attempts, or the attempt number is wrong")
+	}
+}
+
+// During a rotation's overlap every attempt is signed with both secrets, in both schemes: a
+// receiver that knows only the new secret and one that knows only the old one both accept it.
+// At the deadline the old secret stops signing.
+func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
+	srv, got := receiver(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
+	f := newFixture(t, srv.URL)
+	ctx := context.Background()
+	old := f.secret
+	rotated := webhook.NewSecret()
+	ep, err := f.db.RotateEndpointSecret(ctx, f.tenant, f.endpointID, rotated, 24*time.Hour)
+	if err != nil || ep.PreviousSecretExpiresAt == nil || time.Until(*ep.PreviousSecretExpiresAt) < 23*time.Hour {
+		t.Fatalf("rotated: %+v, %v", ep, err)
+	}
+	attempt := func(n int) {
+		if _, err := f.acts(true).DeliverWebhook(ctx, activities.AttemptInput{DeliveryID: f.deliveryID, Number: n, RetryAfter: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	accepts := func(secret string, r received) bool {
+		h := r.header
+		return webhook.Verify(secret, r.body, h.Get(webhook.SignatureHeader)) == nil &&
+			webhook.VerifyStandard(secret, r.body, h.Get(webhook.StandardIDHeader), h.Get(webhook.StandardTimestampHeader),
+				h.Get(webhook.StandardSignatureHeader), 0, time.Now()) == nil
+	}
+	attempt(1)
+	during := got()[0]
+	if !accepts(rotated, during) || !accepts(old, during) || accepts(webhook.NewSecret(), during) {
+		t.Fatalf("during the overlap: new %v, old %v; headers %v", accepts(rotated, during), accepts(old, during), during.header)
+	}
+	if n := len(strings.Fields(during.header.Get(webhook.StandardSignatureHeader))); n != 2 {
+		t.Fatalf("webhook-signature holds %d signatures, want 2", n)
+	}
+	// The deadline passes.
+	if _, err := f.db.Pool().Exec(ctx, `UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 second' WHERE id = $1`,
+		f.endpointID); err != nil {
+		t.Fatal(err)
+	}
+	attempt(2)
+	after := got()[1]
+	if !accepts(rotated, after) || accepts(old, after) {
+		t.Fatalf("after the deadline: new %v, old %v", accepts(rotated, after), accepts(old, after))
 	}
 }
 

@@ -179,7 +179,7 @@ func TestPaymentMethodsNeverTakeACardNumber(t *testing.T) {
 	} {
 		r := e.do("POST", "/api/v1/billing/payment-methods", a.TestKey, body)
 		wantProblem(t, r, 422, bgcheck.CodeCardNumberRefused)
-		if strings.Contains(string(r.Body), "5566") {
+		if strings.Contains(string(r.Body), "056655665") || strings.Contains(string(r.Body), "5566 5556") {
 			t.Fatalf("the answer repeats the number: %s", r.Body)
 		}
 	}
@@ -187,11 +187,12 @@ func TestPaymentMethodsNeverTakeACardNumber(t *testing.T) {
 	wantProblem(t, e.do("GET", "/api/v1/billing/payment-methods?card=4000056655665556", a.TestKey, nil), 422, bgcheck.CodeCardNumberRefused)
 	wantProblem(t, e.do("DELETE", "/api/v1/billing/payment-methods/4000056655665556", a.TestKey, nil), 422, bgcheck.CodeCardNumberRefused)
 	var stored int
-	if err := e.db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM payment_methods WHERE processor_ref LIKE '%5566%' OR account_id = $1 AND last4 = '5556'`,
+	if err := e.db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM payment_methods WHERE processor_ref LIKE '%056655665%' OR account_id = $1 AND last4 = '5556'`,
 		a.ID).Scan(&stored); err != nil || stored != 0 {
 		t.Fatalf("%d payment methods hold the card, %v", stored, err)
 	}
-	if logs := e.logs.String(); strings.Contains(logs, "5566") {
+	// (Not just "5566": random ids in the log may hold that.)
+	if logs := e.logs.String(); strings.Contains(logs, "056655665") || strings.Contains(logs, "5566 5556") {
 		t.Fatalf("the card number is in the log:\n%s", logs)
 	}
 	keyRead, _ := e.newKey(a.ID, keyOpts{scopes: []string{bgcheck.ScopeBillingRead}})

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bgcheck/bgcheck"
@@ -149,18 +150,47 @@ func (s *Server) handleEndpointDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// DefaultSecretOverlap is how long a rotated-out secret keeps signing when the request does not
+// say; MaxSecretOverlap the most it may.
+const (
+	DefaultSecretOverlap = 24 * time.Hour
+	MaxSecretOverlap     = 7 * 24 * time.Hour
+)
+
+// handleEndpointRotateSecret gives the endpoint a new signing secret. The old one keeps signing
+// beside it for expire_previous_in seconds (default 24 h; 0 stops it at once), so receivers can
+// switch without refusing a delivery. The body is optional.
 func (s *Server) handleEndpointRotateSecret(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "endpointID", bgcheck.PrefixEndpoint)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	var req struct {
+		ExpirePreviousIn *int64 `json:"expire_previous_in"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &req); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
+	overlap := DefaultSecretOverlap
+	if req.ExpirePreviousIn != nil {
+		overlap = time.Duration(*req.ExpirePreviousIn) * time.Second
+		if *req.ExpirePreviousIn < 0 || overlap > MaxSecretOverlap {
+			writeError(w, r, bgcheck.ValidationError(bgcheck.FieldError{Field: "expire_previous_in",
+				Message: "must be seconds from 0 (the old secret stops at once) to 604800 (7 days)"}))
+			return
+		}
+	}
 	secret := webhook.NewSecret()
-	if err := s.db.RotateEndpointSecret(r.Context(), tenantOf(r), id, secret); err != nil {
+	ep, err := s.db.RotateEndpointSecret(r.Context(), tenantOf(r), id, secret, overlap)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"id": id, "secret": secret})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "secret": secret, "previous_secret_expires_at": ep.PreviousSecretExpiresAt})
 }
 
 // checkWebhookURL returns why raw cannot be a webhook URL, or "" when it can: an absolute

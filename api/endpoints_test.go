@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/api"
@@ -35,7 +36,7 @@ func TestEndpointCreate(t *testing.T) {
 		t.Fatalf("events %v: want the list without duplicates", ep.Events)
 	}
 	raw, ok := strings.CutPrefix(ep.Secret, "whsec_")
-	if b, err := base64.RawURLEncoding.DecodeString(raw); !ok || err != nil || len(b) < 32 {
+	if b, err := base64.StdEncoding.DecodeString(raw); !ok || err != nil || len(b) < 32 {
 		t.Fatalf("secret %q is not whsec_ and 256 random bits", ep.Secret)
 	}
 	if ep.CreatedAt.IsZero() || ep.CreatedAt.Location().String() != "UTC" {
@@ -171,12 +172,30 @@ func TestEndpointGetUpdateDeleteRotate(t *testing.T) {
 	}
 
 	before := storedSecret(t, e.db, ep.ID)
-	rot := decode[map[string]string](t, e.do("POST", path+"/rotate-secret", a.TestKey, nil), 200)
-	if rot["id"] != ep.ID || !strings.HasPrefix(rot["secret"], "whsec_") || rot["secret"] == ep.Secret {
+	wantFieldError(t, e.do("POST", path+"/rotate-secret", a.TestKey, map[string]any{"expire_previous_in": -1}), "expire_previous_in")
+	wantFieldError(t, e.do("POST", path+"/rotate-secret", a.TestKey, map[string]any{"expire_previous_in": 8 * 86400}), "expire_previous_in")
+	if storedSecret(t, e.db, ep.ID) != before {
+		t.Fatal("a refused rotation changed the secret")
+	}
+	rot := decode[map[string]any](t, e.do("POST", path+"/rotate-secret", a.TestKey, nil), 200)
+	secret, _ := rot["secret"].(string)
+	if rot["id"] != ep.ID || !strings.HasPrefix(secret, "whsec_") || secret == ep.Secret {
 		t.Fatalf("rotate: %v", rot)
 	}
-	if after := storedSecret(t, e.db, ep.ID); after != rot["secret"] || after == before {
+	expires, err := time.Parse(time.RFC3339Nano, fmt.Sprint(rot["previous_secret_expires_at"]))
+	if err != nil || time.Until(expires) < 23*time.Hour || time.Until(expires) > 25*time.Hour {
+		t.Fatalf("by default the old secret signs 24 h more: %v (%v)", rot["previous_secret_expires_at"], err)
+	}
+	if got := decode[map[string]any](t, e.do("GET", path, a.TestKey, nil), 200); got["previous_secret_expires_at"] == nil {
+		t.Fatalf("the endpoint does not show the overlap: %v", got)
+	}
+	if after := storedSecret(t, e.db, ep.ID); after != secret || after == before {
 		t.Fatal("the stored secret is not the rotated one")
+	}
+	// expire_previous_in 0: the old secret stops at once.
+	rot = decode[map[string]any](t, e.do("POST", path+"/rotate-secret", a.TestKey, map[string]any{"expire_previous_in": 0}), 200)
+	if rot["previous_secret_expires_at"] != nil {
+		t.Fatalf("rotate with no overlap: %v", rot)
 	}
 
 	if r := e.do("DELETE", path, a.TestKey, nil); r.Status != http.StatusNoContent || len(r.Body) != 0 {

@@ -190,6 +190,8 @@ type AttemptTarget struct {
 	Body       []byte
 	URL        string
 	Secret     string
+	// PreviousSecret, when not "", is the secret a rotation replaced, still signing beside Secret.
+	PreviousSecret string
 	// Live is false when the endpoint has been deleted or disabled.
 	Live bool
 }
@@ -197,19 +199,26 @@ type AttemptTarget struct {
 // FindAttemptTarget loads a delivery's event body and its endpoint's current URL and secret.
 func (db *DB) FindAttemptTarget(ctx context.Context, deliveryID string) (*AttemptTarget, error) {
 	var a AttemptTarget
-	var plain, keyID *string
-	var sealed []byte
+	var plain, keyID, prevKeyID *string
+	var sealed, prevSealed []byte
 	err := db.pool.QueryRow(ctx, `
 		SELECT d.id, d.account_id, d.status, e.id, e.type, e.body, w.id, w.url, w.secret, w.secret_key_id, w.secret_sealed,
-			(w.enabled AND w.deleted_at IS NULL)
+			(w.enabled AND w.deleted_at IS NULL),
+			CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_key_id END,
+			CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END
 		FROM deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
 		WHERE d.id = $1`, deliveryID).Scan(&a.DeliveryID, &a.AccountID, &a.Status, &a.EventID, &a.EventType, &a.Body,
-		&a.EndpointID, &a.URL, &plain, &keyID, &sealed, &a.Live)
+		&a.EndpointID, &a.URL, &plain, &keyID, &sealed, &a.Live, &prevKeyID, &prevSealed)
 	if err != nil {
 		return nil, notFound(err)
 	}
 	if a.Secret, err = db.openSecret(a.EndpointID, plain, keyID, sealed); err != nil {
 		return nil, err
+	}
+	if prevSealed != nil {
+		if a.PreviousSecret, err = db.openSecret(a.EndpointID, nil, prevKeyID, prevSealed); err != nil {
+			return nil, err
+		}
 	}
 	return &a, nil
 }

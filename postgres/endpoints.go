@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,7 +15,8 @@ import (
 const MaxEndpointsPerMode = 50
 
 // endpointColumns are what the API shows; the secret is read only where it is used.
-const endpointColumns = `id, account_id, mode, url, events, description, enabled, created_at, updated_at`
+const endpointColumns = `id, account_id, mode, url, events, description, enabled, created_at, updated_at,
+	CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`
 
 // EndpointPatch holds the fields of a PATCH; nil means "leave as it is".
 type EndpointPatch struct {
@@ -91,22 +93,46 @@ func (db *DB) UpdateEndpoint(ctx context.Context, t bgcheck.Tenant, id string, p
 	return collectOne[bgcheck.WebhookEndpoint](rows, err)
 }
 
-// RotateEndpointSecret replaces the endpoint's signing secret; the old one is never used again.
-func (db *DB) RotateEndpointSecret(ctx context.Context, t bgcheck.Tenant, id, secret string) error {
+// RotateEndpointSecret replaces the endpoint's signing secret. The replaced one keeps signing
+// beside the new one for keepPrevious (0: it stops at once), so receivers can move to the new
+// secret without a delivery they refuse; a secret replaced before that is dropped.
+func (db *DB) RotateEndpointSecret(ctx context.Context, t bgcheck.Tenant, id, secret string, keepPrevious time.Duration) (*bgcheck.WebhookEndpoint, error) {
 	keyID, sealed, err := db.sealSecret(id, secret)
 	if err != nil {
+		return nil, err
+	}
+	var ep *bgcheck.WebhookEndpoint
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		var plain, oldKeyID *string
+		var oldSealed []byte
+		err := tx.QueryRow(ctx, `SELECT secret, secret_key_id, secret_sealed FROM webhook_endpoints
+			WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL FOR UPDATE`, id, t.AccountID, t.Mode).
+			Scan(&plain, &oldKeyID, &oldSealed)
+		if err != nil {
+			return notFound(err)
+		}
+		var prevKeyID *string
+		var prevSealed []byte
+		var prevExpires *time.Time
+		if keepPrevious > 0 {
+			old, err := db.openSecret(id, plain, oldKeyID, oldSealed)
+			if err != nil {
+				return err
+			}
+			k, s, err := db.sealSecret(id, old)
+			if err != nil {
+				return err
+			}
+			expires := time.Now().Add(keepPrevious)
+			prevKeyID, prevSealed, prevExpires = &k, s, &expires
+		}
+		rows, err := tx.Query(ctx, `UPDATE webhook_endpoints SET secret = NULL, secret_key_id = $2, secret_sealed = $3,
+				previous_secret_key_id = $4, previous_secret_sealed = $5, previous_secret_expires_at = $6, updated_at = now()
+			WHERE id = $1 RETURNING `+endpointColumns, id, keyID, sealed, prevKeyID, prevSealed, prevExpires)
+		ep, err = collectOne[bgcheck.WebhookEndpoint](rows, err)
 		return err
-	}
-	tag, err := db.pool.Exec(ctx, `UPDATE webhook_endpoints SET secret = NULL, secret_key_id = $4, secret_sealed = $5,
-		updated_at = now() WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL`,
-		id, t.AccountID, t.Mode, keyID, sealed)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return bgcheck.ErrNotFound
-	}
-	return nil
+	})
+	return ep, err
 }
 
 // CanceledDelivery names a delivery whose attempt series was running when it was canceled.

@@ -67,17 +67,19 @@ func (db *DB) ResealSecrets(ctx context.Context, onlyPlaintext bool) (int, error
 		n := 0
 		err := db.inTx(ctx, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `
-				SELECT id, secret, secret_key_id, secret_sealed FROM webhook_endpoints
-				WHERE secret_sealed IS NULL OR (NOT $1 AND secret_key_id <> $2)
+				SELECT id, secret, secret_key_id, secret_sealed, previous_secret_key_id, previous_secret_sealed FROM webhook_endpoints
+				WHERE secret_sealed IS NULL OR (NOT $1 AND (secret_key_id <> $2 OR previous_secret_key_id <> $2))
 				ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED`, onlyPlaintext, current)
 			if err != nil {
 				return err
 			}
 			type row struct {
-				ID     string
-				Plain  *string
-				KeyID  *string
-				Sealed []byte
+				ID         string
+				Plain      *string
+				KeyID      *string
+				Sealed     []byte
+				PrevKeyID  *string
+				PrevSealed []byte
 			}
 			batch, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
 			if err != nil {
@@ -95,6 +97,20 @@ func (db *DB) ResealSecrets(ctx context.Context, onlyPlaintext bool) (int, error
 				if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = NULL, secret_key_id = $2, secret_sealed = $3
 					WHERE id = $1`, r.ID, keyID, sealed); err != nil {
 					return err
+				}
+				if r.PrevSealed != nil { // a rotation's previous secret, still overlapping or not
+					prev, err := db.openSecret(r.ID, nil, r.PrevKeyID, r.PrevSealed)
+					if err != nil {
+						return err
+					}
+					keyID, sealed, err := db.sealSecret(r.ID, prev)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET previous_secret_key_id = $2, previous_secret_sealed = $3
+						WHERE id = $1`, r.ID, keyID, sealed); err != nil {
+						return err
+					}
 				}
 			}
 			n = len(batch)

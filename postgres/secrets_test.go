@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/postgres"
@@ -48,7 +49,8 @@ func TestEndpointSecretsAreSealedAtRestAndRotate(t *testing.T) {
 	}
 	tn, eps := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"}, []string{"*"})
 	secret := webhook.NewSecret()
-	if err := db.RotateEndpointSecret(ctx, tn, eps[0], secret); err != nil {
+	// With an overlap, so the rotated-out secret is sealed under the old key too.
+	if _, err := db.RotateEndpointSecret(ctx, tn, eps[0], secret, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := db.CreateEvent(ctx, tn, "report.ready", map[string]any{})

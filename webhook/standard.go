@@ -49,6 +49,20 @@ func SignStandard(secret, id string, timestamp time.Time, body []byte) (string, 
 	return standardVersion + base64.StdEncoding.EncodeToString(standardMAC(key, id, timestamp.Unix(), body)), nil
 }
 
+// SignStandardAll returns the webhook-signature value for each secret, newest first,
+// space-separated, as the Standard Webhooks specification has several signatures.
+func SignStandardAll(secrets []string, id string, timestamp time.Time, body []byte) (string, error) {
+	sigs := make([]string, len(secrets))
+	for i, s := range secrets {
+		sig, err := SignStandard(s, id, timestamp, body)
+		if err != nil {
+			return "", err
+		}
+		sigs[i] = sig
+	}
+	return strings.Join(sigs, " "), nil
+}
+
 func standardMAC(key []byte, id string, ts int64, body []byte) []byte {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + strconv.FormatInt(ts, 10) + "."))

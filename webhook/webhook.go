@@ -68,24 +68,35 @@ func Sign(secret string, body []byte) string {
 	return signaturePrefix + hex.EncodeToString(mac.Sum(nil))
 }
 
+// SignAll returns the X-Service-Signature value for body signed with each secret, newest first,
+// joined by commas: during a rotation's overlap a receiver holding either secret finds its own.
+// With one secret it is Sign's value exactly.
+func SignAll(secrets []string, body []byte) string {
+	sigs := make([]string, len(secrets))
+	for i, s := range secrets {
+		sigs[i] = Sign(s, body)
+	}
+	return strings.Join(sigs, ",")
+}
+
 // ErrInvalidSignature is returned by Verify when the header does not match the body.
 var ErrInvalidSignature = errors.New("webhook: signature does not match the body")
 
-// Verify checks an X-Service-Signature header against the raw request body, in constant time.
+// Verify checks an X-Service-Signature header against the raw request body, in constant time:
+// one of its comma-separated signatures (two while a rotated secret overlaps) must match.
 // Pass the body exactly as received: re-serialized JSON will not match.
 func Verify(secret string, body []byte, header string) error {
-	got, ok := strings.CutPrefix(strings.TrimSpace(header), signaturePrefix)
-	if !ok {
-		return ErrInvalidSignature
-	}
-	gotMAC, err := hex.DecodeString(got)
-	if err != nil {
-		return ErrInvalidSignature
-	}
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
-	if !hmac.Equal(gotMAC, mac.Sum(nil)) {
-		return ErrInvalidSignature
+	want := mac.Sum(nil)
+	for _, sig := range strings.Split(header, ",") {
+		got, ok := strings.CutPrefix(strings.TrimSpace(sig), signaturePrefix)
+		if !ok {
+			continue
+		}
+		if gotMAC, err := hex.DecodeString(got); err == nil && hmac.Equal(gotMAC, want) {
+			return nil
+		}
 	}
-	return nil
+	return ErrInvalidSignature
 }
