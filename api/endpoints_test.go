@@ -348,3 +348,22 @@ func TestEndpointListPagination(t *testing.T) {
 	wantFieldError(t, e.do("GET", endpoints+"?cursor=garbage", a.TestKey, nil), "cursor")
 	wantFieldError(t, e.do("GET", endpoints+"?cursor=cand_01a1fcafdb3d725c82bf110901866277", a.TestKey, nil), "cursor")
 }
+
+// The catalogue lists the nine types in the spec's order, each with a schema.
+func TestEventTypes(t *testing.T) {
+	e := newEnv(t, api.Options{})
+	a := e.newAccount()
+	got := decode[pageJSON[struct {
+		Type        string         `json:"type"`
+		Description string         `json:"description"`
+		Schema      map[string]any `json:"schema"`
+	}]](t, e.do("GET", "/api/v1/event-types", a.TestKey, nil), 200)
+	if len(got.Data) != len(bgcheck.EventTypes) {
+		t.Fatalf("%d types", len(got.Data))
+	}
+	for i, et := range got.Data {
+		if et.Type != bgcheck.EventTypes[i] || et.Description == "" || et.Schema["type"] != "object" {
+			t.Errorf("type %d: %+v", i, et)
+		}
+	}
+}

@@ -114,3 +114,10 @@ func checkCompletedData(obj map[string]any) string {
 	}
 	return ""
 }
+
+// handleEventTypes lists the event catalogue: each type, what causes it, and the JSON Schema of
+// its data. The service's own events match these schemas (its tests check every one).
+func handleEventTypes(w http.ResponseWriter, r *http.Request) {
+	types := webhook.Catalogue()
+	writeJSON(w, http.StatusOK, map[string]any{"data": types, "has_more": false, "next_cursor": nil})
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/bgcheck/bgcheck/api"
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/internal/dev/eventcheck"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
 
@@ -50,6 +51,8 @@ func (s *syncBuffer) String() string {
 func newEnv(t *testing.T, opts api.Options) *env {
 	t.Helper()
 	db := pgtest.NewDB(t)
+	// Every event the test's flows emitted must match its type's schema (GET /event-types).
+	t.Cleanup(func() { eventcheck.ValidateStored(t, db.Pool()) })
 	return newEnvOn(t, db, opts)
 }
 

@@ -182,6 +182,7 @@ func (s *Server) Handler() http.Handler {
 			r.Route("/webhooks/endpoints", s.endpointRoutes)
 			r.Route("/webhooks/deliveries/{deliveryID}", s.deliveryRoutes)
 			r.Route("/events", s.eventRoutes)
+			r.With(requireScope(bgcheck.ScopeWebhooksRead)).Get("/event-types", handleEventTypes)
 			r.Route("/candidates", s.candidateRoutes)
 			r.With(requireScope(bgcheck.ScopeChecksRead)).Get("/packages", s.handlePackageList)
 			r.Route("/checks", s.checkRoutes)

@@ -14,12 +14,17 @@ import (
 // looks for rows it cannot see yet.
 const DeliveriesChannel = "bgcheck_deliveries"
 
-// CreateEvent stores an event and its deliveries (see insertEvent) in one transaction.
+// CreateEvent stores a test event (POST /events/test) and its deliveries (see insertEvent) in one
+// transaction. Its data is the caller's, so it is marked a test event: the catalogue's schemas
+// bind the service's own events only.
 func (db *DB) CreateEvent(ctx context.Context, t bgcheck.Tenant, eventType string, data any) (*bgcheck.Event, error) {
 	var ev *bgcheck.Event
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		ev, err = insertEvent(ctx, tx, t, eventType, data)
+		if ev, err = insertEvent(ctx, tx, t, eventType, data); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE events SET test_event = true WHERE id = $1`, ev.ID)
 		return err
 	})
 	return ev, err

@@ -1,40 +1,48 @@
 package webhook
 
 import (
-	"strings"
+	"encoding/hex"
 	"time"
 
 	"github.com/google/uuid"
 )
 
 // SampleData returns example data for an event type, as test events carry when the caller gives
-// none. check.completed carries check_id (a UUID), status and disposition, as the spec fixes; the
-// other types' contents are the service's own choice.
+// none: the shape the service's own events of that type have (Catalogue's schemas), with made-up
+// ids. check.completed carries check_id (a UUID), status and disposition, as the spec fixes.
 func SampleData(eventType string) map[string]any {
-	checkID := uuid.NewString()
+	u := uuid.Must(uuid.NewV7())
+	checkID := u.String()
+	hexID := func(prefix string) string {
+		v := uuid.Must(uuid.NewV7())
+		return prefix + "_" + hex.EncodeToString(v[:])
+	}
+	now := time.Now().UTC().Truncate(time.Second)
 	switch eventType {
 	case EventCheckCreated:
-		return map[string]any{"check_id": checkID, "status": "pending", "package": "standard"}
+		return map[string]any{"check_id": checkID, "status": "invitation_pending", "candidate_id": hexID("cand"), "package": "standard"}
 	case EventCheckCompleted:
 		return map[string]any{"check_id": checkID, "status": "complete", "disposition": "clear"}
 	case EventCheckFailed:
-		return map[string]any{"check_id": checkID, "status": "failed", "reason": "the court records provider did not answer"}
+		return map[string]any{"check_id": checkID, "status": "failed", "reason": "vendor_unable_to_complete"}
 	case EventReportReady:
-		return map[string]any{"check_id": checkID, "report_id": uuid.NewString(), "status": "ready"}
+		return map[string]any{"check_id": checkID, "report_id": hexID("rpt"), "candidate_id": hexID("cand")}
 	case EventAdverseActionCreated:
-		return map[string]any{"adverse_action_id": uuid.NewString(), "check_id": checkID, "status": "pre_adverse"}
+		return map[string]any{"check_id": checkID, "adverse_action_id": hexID("aa"), "status": "pending",
+			"finalize_at": now.AddDate(0, 0, 7).Format(time.RFC3339)}
 	case EventAdverseActionFinalized:
-		return map[string]any{"adverse_action_id": uuid.NewString(), "check_id": checkID, "status": "final"}
+		return map[string]any{"check_id": checkID, "adverse_action_id": hexID("aa"), "status": "finalized"}
 	case EventDisputeFiled:
-		return map[string]any{"dispute_id": uuid.NewString(), "check_id": checkID, "status": "open"}
+		return map[string]any{"check_id": checkID, "dispute_id": hexID("dsp"), "status": "open", "screening": "national_criminal",
+			"due_at": now.AddDate(0, 0, 30).Format(time.RFC3339)}
 	case EventDisputeResolved:
-		return map[string]any{"dispute_id": uuid.NewString(), "check_id": checkID, "status": "resolved", "resolution": "corrected"}
+		return map[string]any{"check_id": checkID, "dispute_id": hexID("dsp"), "status": "resolved", "screening": "national_criminal",
+			"resolution": "corrected"}
 	case EventCandidateUpdated:
-		now := time.Now().UTC().Format(time.RFC3339)
+		ts := now.Format(time.RFC3339)
 		return map[string]any{
-			"id": "cand_" + strings.ReplaceAll(uuid.NewString(), "-", ""), "mode": "test",
-			"first_name": "Jane", "last_name": "Doe", "email": "jane@example.com", "phone": "+14155550100",
-			"dob": "1990-02-03", "created_at": now, "updated_at": now,
+			"id": hexID("cand"), "mode": "test", "first_name": "Jane", "last_name": "Doe", "email": "jane@example.com",
+			"phone": "+14155550100", "dob": "1990-02-03", "created_at": ts, "updated_at": ts,
 		}
 	}
 	return map[string]any{}

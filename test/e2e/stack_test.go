@@ -26,6 +26,7 @@ import (
 	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/config"
 	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
+	"github.com/bgcheck/bgcheck/internal/dev/eventcheck"
 	"github.com/bgcheck/bgcheck/internal/dev/devtemporal/temporaltest"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
@@ -76,6 +77,7 @@ func newStack(t testing.TB, temporalPort int) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.db.Close)
+	t.Cleanup(func() { eventcheck.ValidateStored(t, s.db.Pool()) }) // after the workers stop, before the close
 	address := fmt.Sprintf("127.0.0.1:%d", temporalPort)
 	if temporalPort == 0 {
 		s.temporal = temporaltest.Start(t, devtemporal.Options{SearchAttributes: workflows.SearchAttributes, DynamicConfig: devtemporal.Tuned()})
