@@ -17,8 +17,8 @@ import (
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/api"
 	"github.com/bgcheck/bgcheck/auth"
-	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/internal/dev/eventcheck"
+	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
 
