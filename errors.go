@@ -63,6 +63,10 @@ const (
 	// CodeCardNumberRefused refuses a request that carries what looks like a full card number:
 	// bgcheck holds only payment processors' references.
 	CodeCardNumberRefused Code = "card_number_refused"
+	// CodeIdempotencyKeyReused refuses an Idempotency-Key used before with another request.
+	CodeIdempotencyKeyReused Code = "idempotency_key_reused"
+	// CodeIdempotencyKeyInUse is a repeat that waited in vain for the first request with its key.
+	CodeIdempotencyKeyInUse Code = "idempotency_key_in_use"
 	// CodeInvalidInvitation is an invitation link that is unknown or expired.
 	CodeInvalidInvitation Code = "invalid_invitation"
 	CodeInternal          Code = "internal"

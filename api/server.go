@@ -178,7 +178,7 @@ func (s *Server) Handler() http.Handler {
 		r.Route("/consumer", s.consumerRoutes)
 
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireAPIKey)
+			r.Use(s.requireAPIKey, s.idempotent)
 			r.Route("/webhooks/endpoints", s.endpointRoutes)
 			r.Route("/webhooks/deliveries/{deliveryID}", s.deliveryRoutes)
 			r.Route("/events", s.eventRoutes)

@@ -40,13 +40,14 @@ type RetentionPolicy struct {
 // PruneResult counts what a Prune deleted.
 type PruneResult struct {
 	// Skipped is true when another instance held RetentionLockKey, so this one deleted nothing.
-	Skipped       bool
-	Events        int64
-	Deliveries    int64
-	Attempts      int64
-	Sessions      int64 // with their refresh tokens, which RefreshTokens does not count
-	RefreshTokens int64
-	MagicLinks    int64
+	Skipped         bool
+	Events          int64
+	Deliveries      int64
+	Attempts        int64
+	Sessions        int64 // with their refresh tokens, which RefreshTokens does not count
+	RefreshTokens   int64
+	MagicLinks      int64
+	IdempotencyKeys int64
 }
 
 // Prune deletes what p no longer keeps, in batches of p.Batch rows, on one connection holding
@@ -95,6 +96,9 @@ func prune(ctx context.Context, conn *pgxpool.Conn, p RetentionPolicy, res *Prun
 			SELECT jti FROM refresh_tokens WHERE expires_at < $1 LIMIT $2)`, &res.RefreshTokens},
 		{`DELETE FROM magic_links WHERE token_hash IN (
 			SELECT token_hash FROM magic_links WHERE expires_at < $1 LIMIT $2)`, &res.MagicLinks},
+		// Idempotency keys outlive their 24 hours by the grace, like the rest.
+		{`DELETE FROM idempotency_keys WHERE (account_id, mode, key) IN (
+			SELECT account_id, mode, key FROM idempotency_keys WHERE created_at < $1 - interval '24 hours' LIMIT $2)`, &res.IdempotencyKeys},
 	} {
 		for {
 			tag, err := conn.Exec(ctx, step.sql, authCutoff, p.Batch)

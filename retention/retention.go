@@ -70,7 +70,7 @@ func (r *Runner) runOnce(ctx context.Context) {
 		r.log.Info("retention: another instance is pruning; skipped")
 	default:
 		r.log.Info("retention: pruned", "events", res.Events, "deliveries", res.Deliveries, "attempts", res.Attempts,
-			"sessions", res.Sessions, "refresh_tokens", res.RefreshTokens, "magic_links", res.MagicLinks,
+			"sessions", res.Sessions, "refresh_tokens", res.RefreshTokens, "magic_links", res.MagicLinks, "idempotency_keys", res.IdempotencyKeys,
 			"event_retention", r.policy.Events.String(), "took", time.Since(start).Round(time.Millisecond))
 	}
 }
