@@ -98,7 +98,7 @@ func prune(ctx context.Context, conn *pgxpool.Conn, p RetentionPolicy, res *Prun
 			SELECT token_hash FROM magic_links WHERE expires_at < $1 LIMIT $2)`, &res.MagicLinks},
 		// Idempotency keys outlive their 24 hours by the grace, like the rest.
 		{`DELETE FROM idempotency_keys WHERE (account_id, mode, key) IN (
-			SELECT account_id, mode, key FROM idempotency_keys WHERE created_at < $1 - interval '24 hours' LIMIT $2)`, &res.IdempotencyKeys},
+			SELECT account_id, mode, key FROM idempotency_keys WHERE created_at < $1::timestamptz - interval '24 hours' LIMIT $2)`, &res.IdempotencyKeys},
 	} {
 		for {
 			tag, err := conn.Exec(ctx, step.sql, authCutoff, p.Batch)

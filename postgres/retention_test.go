@@ -126,11 +126,19 @@ func TestPruneAuth(t *testing.T) {
 		}
 	}
 
+	// Idempotency keys: one past its 24 hours and the day's grace, one within them.
+	for key, age := range map[string]time.Duration{"old": 50 * time.Hour, "recent": 30 * time.Hour} {
+		if _, err := db.Pool().Exec(ctx, `INSERT INTO idempotency_keys (account_id, mode, key, fingerprint, created_at)
+			VALUES ($1, 'test', $2, '\x00', $3)`, admin.AccountID, key, now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	res, err := db.Prune(ctx, postgres.RetentionPolicy{Events: postgres.DefaultEventRetention})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := postgres.PruneResult{Sessions: 2, RefreshTokens: 1, MagicLinks: 1}
+	want := postgres.PruneResult{Sessions: 2, RefreshTokens: 1, MagicLinks: 1, IdempotencyKeys: 1}
 	if res != want {
 		t.Errorf("pruned %+v, want %+v", res, want)
 	}
