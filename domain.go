@@ -149,6 +149,12 @@ type WebhookEndpoint struct {
 	// PreviousSecretExpiresAt is when the secret a rotation replaced stops signing; nil when
 	// only the current secret signs.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at" db:"previous_secret_expires_at"`
+	// Health: the last successful attempt; since when every attempt has failed (nil while the
+	// last one succeeded); and, for an endpoint disabled automatically, when and why.
+	LastSuccessAt  *time.Time `json:"last_success_at" db:"last_success_at"`
+	FailingSince   *time.Time `json:"failing_since" db:"failing_since"`
+	DisabledAt     *time.Time `json:"disabled_at" db:"disabled_at"`
+	DisabledReason *string    `json:"disabled_reason" db:"disabled_reason"`
 }
 
 // Candidate is a person being checked. Email, Phone and DOB are optional; DOB is a calendar

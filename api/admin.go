@@ -267,3 +267,24 @@ func (s *Server) handleAdminCheckGet(w http.ResponseWriter, r *http.Request) {
 		WorkflowID string `json:"workflow_id"`
 	}{c, workflows.CheckWorkflowID(c.ID)})
 }
+
+// handleAdminEndpointEnable turns an endpoint of the account back on (one click in the dashboard
+// for an endpoint disabled for failing); its failing clock starts afresh.
+func (s *Server) handleAdminEndpointEnable(w http.ResponseWriter, r *http.Request) {
+	acct, err := adminAccount(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	id, err := pathID(r, "endpointID", bgcheck.PrefixEndpoint)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ep, err := s.db.EnableEndpoint(r.Context(), acct, "", id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep)
+}

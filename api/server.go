@@ -242,6 +242,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 	r.Get("/deliveries", s.handleAdminDeliveries)
 	r.Get("/deliveries/{deliveryID}", s.handleAdminDeliveryGet)
 	r.Get("/webhook-endpoints", s.handleAdminEndpoints)
+	r.Post("/webhook-endpoints/{endpointID}/enable", s.handleAdminEndpointEnable)
 	r.Post("/deliveries/{deliveryID}/redeliver", s.handleAdminRedeliver)
 	r.Get("/checks", s.handleAdminChecks)
 	r.Get("/checks/{checkID}", s.handleAdminCheckGet)

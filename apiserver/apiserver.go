@@ -117,7 +117,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	defer tc.Close()
 	dispatchCtx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
 	dispatchDone := make(chan struct{})
-	deliveryWorkflows := dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule, Metrics: counters}, log.With("component", "dispatcher"))
+	deliveryWorkflows := dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule, Metrics: counters, EndpointDisableAfter: cfg.EndpointDisableAfter}, log.With("component", "dispatcher"))
 	go func() {
 		defer close(dispatchDone)
 		deliveryWorkflows.Run(dispatchCtx)

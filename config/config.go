@@ -89,7 +89,15 @@ type Config struct {
 	// only checks that the schema is current. It is a negative so that the zero value, as in a
 	// Config built by hand, keeps the old behaviour of migrating.
 	SkipMigrations bool
+	// EndpointDisableAfter is how long every delivery to an endpoint must have failed before it
+	// is disabled automatically (BGCHECK_ENDPOINT_DISABLE_AFTER: a Go duration or days as "5d";
+	// "off" never). FromEnv starts from DefaultEndpointDisableAfter; zero never disables.
+	EndpointDisableAfter time.Duration
 }
+
+// DefaultEndpointDisableAfter is how long an endpoint may fail before it is disabled, unless
+// BGCHECK_ENDPOINT_DISABLE_AFTER says otherwise.
+const DefaultEndpointDisableAfter = 5 * 24 * time.Hour
 
 // DefaultRetentionEvents is how long events are kept unless BGCHECK_RETENTION_EVENTS says
 // otherwise.
@@ -154,6 +162,12 @@ func FromEnv() (Config, error) {
 	}
 	if c.WorkerAccountConcurrency, err = getInt("BGCHECK_WORKER_ACCOUNT_CONCURRENCY", 50); err != nil {
 		return c, err
+	}
+	c.EndpointDisableAfter = DefaultEndpointDisableAfter
+	if v, ok := os.LookupEnv("BGCHECK_ENDPOINT_DISABLE_AFTER"); ok {
+		if c.EndpointDisableAfter, err = ParseRetention(v); err != nil {
+			return c, fmt.Errorf("BGCHECK_ENDPOINT_DISABLE_AFTER: %w", err)
+		}
 	}
 	if _, err := ParseSchedule(c.RetrySchedule); err != nil {
 		return c, fmt.Errorf("BGCHECK_RETRY_SCHEDULE: %w", err)

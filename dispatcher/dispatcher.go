@@ -38,6 +38,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Metrics counts workflow starts; nil counts nothing.
 	Metrics *metrics.API
+	// EndpointDisableAfter is how long an endpoint may fail before its health workflow disables
+	// it; zero never disables.
+	EndpointDisableAfter time.Duration
 }
 
 // Dispatcher starts the workflows of undispatched deliveries.
@@ -135,7 +138,7 @@ func (d *Dispatcher) drain(ctx context.Context) {
 	// Checks go apart from deliveries: a check that cannot start (say, a cluster without the
 	// CheckId search attribute) must not hold up a single delivery.
 	// Each kind goes on whatever another met: a dispute's release must not wait on a check's start.
-	err := errors.Join(d.dispatchChecks(ctx), d.dispatchAdverseActions(ctx), d.dispatchDisputes(ctx))
+	err := errors.Join(d.dispatchChecks(ctx), d.dispatchAdverseActions(ctx), d.dispatchDisputes(ctx), d.dispatchHealthChecks(ctx))
 	if ctx.Err() == nil {
 		d.noteCheckTrouble(err)
 	}

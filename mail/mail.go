@@ -16,6 +16,7 @@ type Sender interface {
 	SendAdverseNotice(ctx context.Context, n AdverseNotice) error
 	SendDisputeWarning(ctx context.Context, w DisputeWarning) error
 	SendInvoice(ctx context.Context, inv Invoice) error
+	SendEndpointDisabled(ctx context.Context, n EndpointDisabled) error
 }
 
 // New returns the sender BGCHECK_SMTP_URL asks for: an SMTPSender for smtpURL (see

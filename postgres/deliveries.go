@@ -267,6 +267,16 @@ func (db *DB) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 			next_attempt_at = CASE WHEN status = 'canceled' THEN NULL ELSE $4::timestamptz END,
 			last_status_code = $5, last_error = $6, updated_at = now()
 		WHERE id = $1`, r.DeliveryID, r.Status, r.Number, r.NextAttemptAt, code, nullable(r.Error))
+	// The endpoint's health, written only when it changes (or a minute after the last success),
+	// so a busy healthy endpoint's row is not rewritten on every attempt.
+	if r.Error == "" {
+		batch.Queue(`UPDATE webhook_endpoints SET last_success_at = now(), failing_since = NULL
+			WHERE id = (SELECT endpoint_id FROM deliveries WHERE id = $1)
+				AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < now() - interval '1 minute')`, r.DeliveryID)
+	} else {
+		batch.Queue(`UPDATE webhook_endpoints SET failing_since = now(), health_check_pending = true
+			WHERE id = (SELECT endpoint_id FROM deliveries WHERE id = $1) AND failing_since IS NULL`, r.DeliveryID)
+	}
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		return tx.SendBatch(ctx, batch).Close()
 	})

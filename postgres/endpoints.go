@@ -16,7 +16,8 @@ const MaxEndpointsPerMode = 50
 
 // endpointColumns are what the API shows; the secret is read only where it is used.
 const endpointColumns = `id, account_id, mode, url, events, description, enabled, created_at, updated_at,
-	CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at`
+	CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at,
+	last_success_at, failing_since, disabled_at, disabled_reason`
 
 // EndpointPatch holds the fields of a PATCH; nil means "leave as it is".
 type EndpointPatch struct {
@@ -87,6 +88,10 @@ func (db *DB) UpdateEndpoint(ctx context.Context, t bgcheck.Tenant, id string, p
 			events = coalesce($5, events),
 			description = coalesce($6, description),
 			enabled = coalesce($7, enabled),
+			-- Enabled again (after an automatic disable, say): the failing clock starts afresh.
+			disabled_at = CASE WHEN $7::boolean THEN NULL ELSE disabled_at END,
+			disabled_reason = CASE WHEN $7::boolean THEN NULL ELSE disabled_reason END,
+			failing_since = CASE WHEN $7::boolean AND NOT enabled THEN NULL ELSE failing_since END,
 			updated_at = now()
 		WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL
 		RETURNING `+endpointColumns, id, t.AccountID, t.Mode, p.URL, p.Events, p.Description, p.Enabled)

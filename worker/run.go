@@ -101,6 +101,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Adverse:  &activities.AdverseActions{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 		Disputes: &activities.Disputes{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 		Billing:  &activities.Billing{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
+		Health:   &activities.EndpointHealth{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 	})
 	if err := checks.Start(); err != nil {
 		w.Stop()

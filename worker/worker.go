@@ -52,10 +52,11 @@ type DomainActivities struct {
 	Adverse  *activities.AdverseActions
 	Disputes *activities.Disputes
 	Billing  *activities.Billing
+	Health   *activities.EndpointHealth
 }
 
 // NewChecks returns a worker on workflows.CheckTaskQueue with the domain's workflows (checks,
-// adverse actions, disputes, invoicing) and their activities registered. They run on their own
+// adverse actions, disputes, invoicing, endpoint health) and their activities registered. They run on their own
 // queue, so their workers and delivery workers scale apart; bgcheck-worker runs one of each.
 func NewChecks(c client.Client, acts DomainActivities) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.CheckTaskQueue, sdkworker.Options{})
@@ -64,10 +65,12 @@ func NewChecks(c client.Client, acts DomainActivities) sdkworker.Worker {
 	w.RegisterWorkflow(workflows.DisputeWorkflow)
 	w.RegisterWorkflow(workflows.InvoicingWorkflow)
 	w.RegisterWorkflow(workflows.InvoiceWorkflow)
+	w.RegisterWorkflow(workflows.EndpointHealthWorkflow)
 	w.RegisterActivity(acts.Checks)
 	w.RegisterActivity(acts.Adverse)
 	w.RegisterActivity(acts.Disputes)
 	w.RegisterActivity(acts.Billing)
+	w.RegisterActivity(acts.Health)
 	return w
 }
 

@@ -514,12 +514,23 @@ async function viewKeys(view) {
 
 async function viewEndpoints(view) {
   const page = await api('GET', '/admin/webhook-endpoints');
-  const rows = page.data.map((e) => el('tr', {}, el('td', {}, el('a', { href: '#/deliveries?endpoint_id=' + encodeURIComponent(e.id) }, e.id)),
-    el('td', {}, e.mode), el('td', {}, e.url), el('td', {}, e.enabled ? 'yes' : 'no'),
-    el('td', { class: 'success-rate' }, e.recent.success_rate === null ? '—' : (e.recent.success_rate * 100).toFixed(1) + ' %'),
-    el('td', {}, `${e.recent.succeeded} succeeded, ${e.recent.failed} failed, ${e.recent.pending} pending`)));
+  const rows = page.data.map((e) => {
+    let enable = null;
+    if (!e.enabled) {
+      enable = el('button', { type: 'button', class: 'enable-endpoint' }, 'Enable');
+      enable.addEventListener('click', async () => {
+        try { await api('POST', '/admin/webhook-endpoints/' + encodeURIComponent(e.id) + '/enable'); await viewEndpoints(view); } catch (err) { failed(err); }
+      });
+    }
+    const state = e.enabled ? 'yes' : (e.disabled_reason === 'failing' ? 'disabled: every delivery failed since ' + when(e.failing_since) : 'no');
+    return el('tr', { 'data-endpoint-id': e.id }, el('td', {}, el('a', { href: '#/deliveries?endpoint_id=' + encodeURIComponent(e.id) }, e.id)),
+      el('td', {}, e.mode), el('td', {}, e.url), el('td', { class: 'endpoint-state' }, state, ' ', enable),
+      el('td', { class: 'success-rate' }, e.recent.success_rate === null ? '—' : (e.recent.success_rate * 100).toFixed(1) + ' %'),
+      el('td', {}, `${e.recent.succeeded} succeeded, ${e.recent.failed} failed, ${e.recent.pending} pending`),
+      el('td', {}, when(e.last_success_at)), el('td', { class: 'failing-since' }, e.failing_since ? when(e.failing_since) : '—'));
+  });
   view.replaceChildren(el('h1', {}, 'Webhook endpoints'),
-    el('div', { id: 'endpoint-list' }, table(['Endpoint', 'Mode', 'URL', 'Enabled', 'Success rate (24 h)', 'Deliveries (24 h)'], rows)));
+    el('div', { id: 'endpoint-list' }, table(['Endpoint', 'Mode', 'URL', 'Enabled', 'Success rate (24 h)', 'Deliveries (24 h)', 'Last success', 'Failing since'], rows)));
 }
 
 function failed(e) {
