@@ -155,6 +155,9 @@ type WebhookEndpoint struct {
 	FailingSince   *time.Time `json:"failing_since" db:"failing_since"`
 	DisabledAt     *time.Time `json:"disabled_at" db:"disabled_at"`
 	DisabledReason *string    `json:"disabled_reason" db:"disabled_reason"`
+	// PausedAt is when the endpoint was paused; nil when it is not. A paused endpoint's
+	// deliveries wait, attempts uncounted, until it is resumed.
+	PausedAt *time.Time `json:"paused_at" db:"paused_at"`
 }
 
 // Candidate is a person being checked. Email, Phone and DOB are optional; DOB is a calendar

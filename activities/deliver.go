@@ -70,6 +70,9 @@ type AttemptResult struct {
 	// Deferred means the attempt was not made: its endpoint or account already has as many
 	// attempts in flight as Limits allow. Nothing was sent or recorded; ask again later.
 	Deferred bool
+	// Paused means the attempt was not made because the endpoint is paused: nothing was sent or
+	// counted; wait for the resume (a signal) and ask again.
+	Paused bool
 }
 
 // DeliverWebhook makes one attempt: it reads the event's bytes and the endpoint's current URL and
@@ -94,6 +97,12 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 		return AttemptResult{Status: bgcheck.DeliveryCanceled}, nil
 	}
 
+	if target.Paused && in.MayDefer { // workflows from before deferrals existed are not held
+		if err := a.DB.HoldDelivery(ctx, in.DeliveryID); err != nil {
+			return AttemptResult{}, err
+		}
+		return AttemptResult{Paused: true}, nil
+	}
 	if in.MayDefer {
 		if !a.Limits.tryAcquire(target.AccountID, target.EndpointID) {
 			return AttemptResult{Deferred: true}, nil

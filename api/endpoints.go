@@ -282,3 +282,35 @@ func (v *validator) err() error {
 	}
 	return bgcheck.ValidationError(v.fields...)
 }
+
+// handleEndpointPause holds the endpoint's deliveries: their workflows wait, durably, and no
+// attempt is made or counted until the endpoint is resumed. New events still make deliveries.
+func (s *Server) handleEndpointPause(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "endpointID", bgcheck.PrefixEndpoint)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ep, err := s.db.PauseEndpoint(r.Context(), tenantOf(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep)
+}
+
+// handleEndpointResume lets a paused endpoint's deliveries go on: the waiting workflows are told
+// at once, and their attempts resume where the schedule stood.
+func (s *Server) handleEndpointResume(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "endpointID", bgcheck.PrefixEndpoint)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ep, err := s.db.ResumeEndpoint(r.Context(), tenantOf(r), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep)
+}

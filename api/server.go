@@ -207,6 +207,8 @@ func (s *Server) endpointRoutes(r chi.Router) {
 		r.With(write).Patch("/", s.handleEndpointUpdate)
 		r.With(write).Delete("/", s.handleEndpointDelete)
 		r.With(write).Post("/rotate-secret", s.handleEndpointRotateSecret)
+		r.With(write).Post("/pause", s.handleEndpointPause)
+		r.With(write).Post("/resume", s.handleEndpointResume)
 		r.With(read).Get("/deliveries", s.handleEndpointDeliveries)
 	})
 }

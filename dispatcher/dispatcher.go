@@ -138,7 +138,8 @@ func (d *Dispatcher) drain(ctx context.Context) {
 	// Checks go apart from deliveries: a check that cannot start (say, a cluster without the
 	// CheckId search attribute) must not hold up a single delivery.
 	// Each kind goes on whatever another met: a dispute's release must not wait on a check's start.
-	err := errors.Join(d.dispatchChecks(ctx), d.dispatchAdverseActions(ctx), d.dispatchDisputes(ctx), d.dispatchHealthChecks(ctx))
+	err := errors.Join(d.dispatchChecks(ctx), d.dispatchAdverseActions(ctx), d.dispatchDisputes(ctx), d.dispatchHealthChecks(ctx),
+		d.signalResumes(ctx))
 	if ctx.Err() == nil {
 		d.noteCheckTrouble(err)
 	}

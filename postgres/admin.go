@@ -180,7 +180,7 @@ type EndpointHealth struct {
 // deliveries_endpoint_created_idx, which includes status, answers without reading the heap.
 const endpointHealthSQL = `
 		SELECT w.id, w.account_id, w.mode, w.url, w.events, w.description, w.enabled, w.created_at, w.updated_at,
-			w.last_success_at, w.failing_since, w.disabled_at, w.disabled_reason,
+			w.last_success_at, w.failing_since, w.disabled_at, w.disabled_reason, w.paused_at,
 			count(d.status) FILTER (WHERE d.status = 'succeeded'),
 			count(d.status) FILTER (WHERE d.status = 'failed'),
 			count(d.status) FILTER (WHERE d.status = 'pending')
@@ -201,7 +201,7 @@ func (db *DB) ListAccountEndpointHealth(ctx context.Context, accountID string) (
 		e := EndpointHealth{WebhookEndpoint: &bgcheck.WebhookEndpoint{}}
 		w := e.WebhookEndpoint
 		err := row.Scan(&w.ID, &w.AccountID, &w.Mode, &w.URL, &w.Events, &w.Description, &w.Enabled, &w.CreatedAt, &w.UpdatedAt,
-			&w.LastSuccessAt, &w.FailingSince, &w.DisabledAt, &w.DisabledReason, &e.Succeeded, &e.Failed, &e.Pending)
+			&w.LastSuccessAt, &w.FailingSince, &w.DisabledAt, &w.DisabledReason, &w.PausedAt, &e.Succeeded, &e.Failed, &e.Pending)
 		return e, err
 	})
 }

@@ -194,6 +194,8 @@ type AttemptTarget struct {
 	PreviousSecret string
 	// Live is false when the endpoint has been deleted or disabled.
 	Live bool
+	// Paused is true while the endpoint is paused: attempts wait for its resume.
+	Paused bool
 }
 
 // FindAttemptTarget loads a delivery's event body and its endpoint's current URL and secret.
@@ -203,12 +205,12 @@ func (db *DB) FindAttemptTarget(ctx context.Context, deliveryID string) (*Attemp
 	var sealed, prevSealed []byte
 	err := db.pool.QueryRow(ctx, `
 		SELECT d.id, d.account_id, d.status, e.id, e.type, e.body, w.id, w.url, w.secret, w.secret_key_id, w.secret_sealed,
-			(w.enabled AND w.deleted_at IS NULL),
+			(w.enabled AND w.deleted_at IS NULL), w.paused_at IS NOT NULL,
 			CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_key_id END,
 			CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END
 		FROM deliveries d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
 		WHERE d.id = $1`, deliveryID).Scan(&a.DeliveryID, &a.AccountID, &a.Status, &a.EventID, &a.EventType, &a.Body,
-		&a.EndpointID, &a.URL, &plain, &keyID, &sealed, &a.Live, &prevKeyID, &prevSealed)
+		&a.EndpointID, &a.URL, &plain, &keyID, &sealed, &a.Live, &a.Paused, &prevKeyID, &prevSealed)
 	if err != nil {
 		return nil, notFound(err)
 	}

@@ -17,7 +17,7 @@ const MaxEndpointsPerMode = 50
 // endpointColumns are what the API shows; the secret is read only where it is used.
 const endpointColumns = `id, account_id, mode, url, events, description, enabled, created_at, updated_at,
 	CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END AS previous_secret_expires_at,
-	last_success_at, failing_since, disabled_at, disabled_reason`
+	last_success_at, failing_since, disabled_at, disabled_reason, paused_at`
 
 // EndpointPatch holds the fields of a PATCH; nil means "leave as it is".
 type EndpointPatch struct {

@@ -82,6 +82,14 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 		deferrals := 0
 		for {
 			err := workflow.ExecuteLocalActivity(ctx, acts.DeliverWebhook, req).Get(ctx, &res)
+			if err == nil && res.Paused {
+				// The endpoint is paused: wait for its resume, durably; nothing was attempted,
+				// so the schedule does not advance.
+				if err := waitForResume(ctx); err != nil {
+					return canceled(ctx, err)
+				}
+				continue
+			}
 			if err == nil && res.Deferred {
 				// The endpoint or account has its fill of attempts in flight: wait without
 				// holding a worker slot, then ask again. The schedule does not advance.
@@ -121,6 +129,28 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 	}
 	// Unreachable: the final attempt reports succeeded, failed or canceled.
 	return DeliveryResult{Status: bgcheck.DeliveryFailed, Attempts: attempts}, nil
+}
+
+// SignalEndpointResumed tells a delivery's workflow held by a paused endpoint that it was resumed.
+const SignalEndpointResumed = "endpoint-resumed"
+
+// pausedRecheck is how long a held delivery waits for the resume signal before asking again: a
+// signal lost in an outage delays it by this much at most.
+const pausedRecheck = 5 * time.Minute
+
+// waitForResume waits for SignalEndpointResumed, or pausedRecheck.
+func waitForResume(ctx workflow.Context) error {
+	var err error
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(timerCtx, pausedRecheck), func(f workflow.Future) { err = f.Get(ctx, nil) })
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalEndpointResumed), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	sel.Select(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return err
 }
 
 // canceled ends a workflow whose context was canceled (its endpoint deleted, or an operator's

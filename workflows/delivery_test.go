@@ -265,3 +265,33 @@ func TestDeferredAttemptWaitsAndAsksAgain(t *testing.T) {
 		}
 	}
 }
+
+// A paused endpoint holds the attempt without counting it: the workflow waits for the resume
+// signal (here at 90 s) and asks again at once; without a signal it asks again every 5 minutes.
+func TestPausedEndpointHoldsTheAttemptUntilResumed(t *testing.T) {
+	paused := true
+	env, log := newEnv(t, func(n int, in activities.AttemptInput) (activities.AttemptResult, error) {
+		if paused {
+			return activities.AttemptResult{Paused: true}, nil
+		}
+		return activities.AttemptResult{Status: bgcheck.DeliverySucceeded, StatusCode: 204}, nil
+	})
+	env.RegisterDelayedCallback(func() {
+		paused = false
+		env.SignalWorkflow(workflows.SignalEndpointResumed, nil)
+	}, 6*time.Minute)
+	env.ExecuteWorkflow(workflows.DeliveryWorkflow, input())
+	res := result(t, env)
+	if res.Status != bgcheck.DeliverySucceeded || res.Attempts != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	want := []time.Duration{0, 5 * time.Minute, 6 * time.Minute}
+	if fmt.Sprint(log.at) != fmt.Sprint(want) {
+		t.Fatalf("asked at %v, want %v (at once, the 5-minute recheck, the resume)", log.at, want)
+	}
+	for _, in := range log.inputs {
+		if in.Number != 1 {
+			t.Fatalf("a paused attempt advanced the schedule: %+v", in)
+		}
+	}
+}

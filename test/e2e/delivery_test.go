@@ -276,3 +276,37 @@ func TestWorkerSIGTERMLetsTheAttemptInFlightFinish(t *testing.T) {
 		t.Fatalf("after a graceful stop: status %s, %d attempts recorded, %d received", d.Status, d.AttemptCount, len(rc.got()))
 	}
 }
+
+// A paused endpoint's delivery waits across a worker's death, no attempt made or counted; resumed,
+// it is delivered once, as attempt 1.
+func TestPauseHoldsADeliveryAcrossAWorkerRestart(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, 0)
+	s.startAPI()
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	ep := s.createEndpoint(rc.URL)
+	rc.secret = ep.Secret
+	s.call("POST", "/api/v1/webhooks/endpoints/"+ep.ID+"/pause", nil, http.StatusOK, nil)
+	first := s.workerProcess()
+	s.sendTestEvent(webhook.EventCheckCompleted)
+	waitFor(t, 30*time.Second, "the delivery is held by the pause", func() bool {
+		var held bool
+		_ = s.db.Pool().QueryRow(context.Background(), `SELECT held_by_pause FROM deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&held)
+		return held
+	})
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	s.workerProcess()
+	time.Sleep(time.Second) // the new worker would attempt now, were the endpoint not paused
+	if n := len(rc.got()); n != 0 {
+		t.Fatalf("%d requests while paused", n)
+	}
+	s.call("POST", "/api/v1/webhooks/endpoints/"+ep.ID+"/resume", nil, http.StatusOK, nil)
+	waitFor(t, 30*time.Second, "the delivery succeeds once resumed", func() bool { return s.deliveryOf(ep.ID).Status == "succeeded" })
+	d := s.deliveryOf(ep.ID)
+	if hits := rc.got(); len(hits) != 1 || hits[0].attempt != "1" || !hits[0].sigOK || d.AttemptCount != 1 {
+		t.Fatalf("%d requests (attempt %v), delivery attempts %d: want one, attempt 1", len(hits), hits, d.AttemptCount)
+	}
+}
