@@ -260,3 +260,21 @@ type DeliveryAttempt struct {
 	Error           *string   `json:"error" db:"error"`
 	ResponseSnippet *string   `json:"response_snippet" db:"response_snippet"`
 }
+
+// PrefixRecovery starts a recovery's id.
+const PrefixRecovery = "rcv"
+
+// Recovery is one operation that redelivers every failed delivery of an endpoint created since
+// a time, each exactly once, with its progress.
+type Recovery struct {
+	ID          string     `json:"id" db:"id"`
+	AccountID   string     `json:"-" db:"account_id"`
+	Mode        Mode       `json:"mode" db:"mode"`
+	EndpointID  string     `json:"endpoint_id" db:"endpoint_id"`
+	Since       time.Time  `json:"since" db:"since"`
+	Status      string     `json:"status" db:"status"` // running, completed
+	Total       int        `json:"total" db:"total"`   // the failed deliveries found when it began
+	Redelivered int        `json:"redelivered" db:"redelivered"`
+	CreatedAt   time.Time  `json:"created_at" db:"created_at"`
+	CompletedAt *time.Time `json:"completed_at" db:"completed_at"`
+}

@@ -72,3 +72,29 @@ func TestEndpointHealthDisableAndEnable(t *testing.T) {
 		t.Fatalf("%d health records (disabled, enabled), %v", records, err)
 	}
 }
+
+// Recover answers 202 and the recovery, the same one for the same since; its progress is
+// readable; bad input is refused and another tenant sees nothing.
+func TestEndpointRecoverRoutes(t *testing.T) {
+	s := newAdminScene(t)
+	ep := s.createEndpoint(s.a.TestKey, "https://example.com/hooks")
+	for range 3 {
+		s.finish(s.emit(s.a.ID, bgcheck.ModeTest, "check.completed", ep.ID)[0], bgcheck.DeliveryFailed)
+	}
+	path := "/api/v1/webhooks/endpoints/" + ep.ID + "/recover"
+	wantFieldError(t, s.do("POST", path, s.a.TestKey, map[string]any{}), "since")
+	wantFieldError(t, s.do("POST", path, s.a.TestKey, map[string]any{"since": time.Now().Add(time.Hour)}), "since")
+	wantProblem(t, s.do("POST", path, s.b.TestKey, map[string]any{"since": time.Now().Add(-time.Hour)}), 404, bgcheck.CodeNotFound)
+	since := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	first := decode[map[string]any](t, s.do("POST", path, s.a.TestKey, map[string]any{"since": since}), http.StatusAccepted)
+	if first["total"] != float64(3) || first["status"] != "running" || first["redelivered"] != float64(0) {
+		t.Fatalf("recovery %v", first)
+	}
+	again := decode[map[string]any](t, s.do("POST", path, s.a.TestKey, map[string]any{"since": since}), http.StatusAccepted)
+	if again["id"] != first["id"] {
+		t.Fatalf("the same since made another recovery: %v", again)
+	}
+	progress := "/api/v1/webhooks/endpoints/" + ep.ID + "/recoveries/" + first["id"].(string)
+	decode[map[string]any](t, s.do("GET", progress, s.a.TestKey, nil), http.StatusOK)
+	wantProblem(t, s.do("GET", progress, s.a.LiveKey, nil), 404, bgcheck.CodeNotFound)
+}

@@ -314,3 +314,53 @@ func (s *Server) handleEndpointResume(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, ep)
 }
+
+// handleEndpointRecover redelivers every failed delivery of the endpoint created since a time,
+// as one operation whose progress GET …/recoveries/{id} shows: 202 and the recovery. The same
+// since again answers the same recovery, however far along: the operation is idempotent.
+func (s *Server) handleEndpointRecover(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "endpointID", bgcheck.PrefixEndpoint)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req struct {
+		Since *time.Time `json:"since"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if req.Since == nil || req.Since.After(time.Now()) {
+		writeError(w, r, bgcheck.ValidationError(bgcheck.FieldError{Field: "since",
+			Message: "is required: an RFC 3339 time, not in the future; failed deliveries created since then are redelivered"}))
+		return
+	}
+	rec, _, err := s.db.StartRecovery(r.Context(), tenantOf(r), id, req.Since.UTC())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/webhooks/endpoints/"+id+"/recoveries/"+rec.ID)
+	writeJSON(w, http.StatusAccepted, rec)
+}
+
+// handleEndpointRecovery shows a recovery's progress.
+func (s *Server) handleEndpointRecovery(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "endpointID", bgcheck.PrefixEndpoint)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rid, err := pathID(r, "recoveryID", bgcheck.PrefixRecovery)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rec, err := s.db.FindRecovery(r.Context(), tenantOf(r), id, rid)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}

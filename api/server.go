@@ -209,6 +209,8 @@ func (s *Server) endpointRoutes(r chi.Router) {
 		r.With(write).Post("/rotate-secret", s.handleEndpointRotateSecret)
 		r.With(write).Post("/pause", s.handleEndpointPause)
 		r.With(write).Post("/resume", s.handleEndpointResume)
+		r.With(write).Post("/recover", s.handleEndpointRecover)
+		r.With(read).Get("/recoveries/{recoveryID}", s.handleEndpointRecovery)
 		r.With(read).Get("/deliveries", s.handleEndpointDeliveries)
 	})
 }

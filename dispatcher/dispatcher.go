@@ -139,7 +139,7 @@ func (d *Dispatcher) drain(ctx context.Context) {
 	// CheckId search attribute) must not hold up a single delivery.
 	// Each kind goes on whatever another met: a dispute's release must not wait on a check's start.
 	err := errors.Join(d.dispatchChecks(ctx), d.dispatchAdverseActions(ctx), d.dispatchDisputes(ctx), d.dispatchHealthChecks(ctx),
-		d.signalResumes(ctx))
+		d.signalResumes(ctx), d.startRecoveries(ctx))
 	if ctx.Err() == nil {
 		d.noteCheckTrouble(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/bgcheck/bgcheck/workflows"
 )
@@ -51,6 +52,31 @@ func (d *Dispatcher) signalResumes(ctx context.Context) error {
 			return err
 		}
 		if err := d.db.ResumeSignaled(ctx, h.DeliveryID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startRecoveries starts the workflows of new recoveries.
+func (d *Dispatcher) startRecoveries(ctx context.Context) error {
+	batch, err := d.db.ClaimRecoveryStarts(ctx, checkBatch, Lease)
+	if err != nil {
+		return err
+	}
+	for _, r := range batch {
+		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+		_, err := d.temporal.ExecuteWorkflow(sctx, client.StartWorkflowOptions{
+			ID: workflows.RecoveryWorkflowID(r.ID), TaskQueue: workflows.CheckTaskQueue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(workflows.EndpointIDKey.ValueSet(r.EndpointID), workflows.AccountIDKey.ValueSet(r.AccountID)),
+		}, workflows.RecoveryWorkflow, workflows.RecoveryInput{RecoveryID: r.ID})
+		cancel()
+		var already *serviceerror.WorkflowExecutionAlreadyStarted
+		started := err == nil || errors.As(err, &already)
+		if err := d.db.MarkRecoveryStarted(context.WithoutCancel(ctx), r.ID, started); err != nil {
+			return err
+		}
+		if !started {
 			return err
 		}
 	}

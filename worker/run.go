@@ -102,6 +102,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Disputes: &activities.Disputes{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 		Billing:  &activities.Billing{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 		Health:   &activities.EndpointHealth{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
+		Recovery: &activities.Recoveries{DB: db},
 	})
 	if err := checks.Start(); err != nil {
 		w.Stop()

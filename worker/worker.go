@@ -53,6 +53,7 @@ type DomainActivities struct {
 	Disputes *activities.Disputes
 	Billing  *activities.Billing
 	Health   *activities.EndpointHealth
+	Recovery *activities.Recoveries
 }
 
 // NewChecks returns a worker on workflows.CheckTaskQueue with the domain's workflows (checks,
@@ -66,11 +67,13 @@ func NewChecks(c client.Client, acts DomainActivities) sdkworker.Worker {
 	w.RegisterWorkflow(workflows.InvoicingWorkflow)
 	w.RegisterWorkflow(workflows.InvoiceWorkflow)
 	w.RegisterWorkflow(workflows.EndpointHealthWorkflow)
+	w.RegisterWorkflow(workflows.RecoveryWorkflow)
 	w.RegisterActivity(acts.Checks)
 	w.RegisterActivity(acts.Adverse)
 	w.RegisterActivity(acts.Disputes)
 	w.RegisterActivity(acts.Billing)
 	w.RegisterActivity(acts.Health)
+	w.RegisterActivity(acts.Recovery)
 	return w
 }
 
