@@ -59,6 +59,8 @@ type AttemptInput struct {
 	// MayDefer says the workflow understands AttemptResult.Deferred (workflows started before
 	// in-flight limits existed do not, and are never deferred).
 	MayDefer bool
+	// MayPause says the workflow understands AttemptResult.Paused (older ones are never held).
+	MayPause bool
 }
 
 // AttemptResult is what became of the delivery: succeeded, failed, canceled, or pending when a
@@ -97,7 +99,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 		return AttemptResult{Status: bgcheck.DeliveryCanceled}, nil
 	}
 
-	if target.Paused && in.MayDefer { // workflows from before deferrals existed are not held
+	if target.Paused && in.MayPause { // workflows from before pauses existed are not held
 		if err := a.DB.HoldDelivery(ctx, in.DeliveryID); err != nil {
 			return AttemptResult{}, err
 		}

@@ -42,22 +42,23 @@ type DisableInput struct {
 }
 
 // DisableFailingEndpoint disables the endpoint if the streak is unbroken, and mails its admins
-// once (a retry finds the mail sent).
-func (a *EndpointHealth) DisableFailingEndpoint(ctx context.Context, in DisableInput) error {
-	if _, err := a.DB.DisableFailingEndpoint(ctx, in.EndpointID, in.FailingSince, in.Window); err != nil {
-		return err
+// once (a retry finds the mail sent). It reports whether the endpoint is off now.
+func (a *EndpointHealth) DisableFailingEndpoint(ctx context.Context, in DisableInput) (bool, error) {
+	disabled, err := a.DB.DisableFailingEndpoint(ctx, in.EndpointID, in.FailingSince, in.Window)
+	if err != nil {
+		return false, err
 	}
 	n, err := a.DB.PendingDisabledNotice(ctx, in.EndpointID)
 	if err != nil || n == nil {
-		return err
+		return disabled || n != nil, err
 	}
 	if len(n.AdminEmails) > 0 {
 		if err := a.Mailer.SendEndpointDisabled(ctx, mail.EndpointDisabled{
 			To: n.AdminEmails, EndpointID: n.EndpointID, URL: n.URL, Mode: string(n.Mode), FailingSince: in.FailingSince,
 			Link: strings.TrimRight(a.PortalURL, "/") + "/dashboard/#/endpoints",
 		}); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return a.DB.MarkDisabledNoticeSent(ctx, n.EventID)
+	return true, a.DB.MarkDisabledNoticeSent(ctx, n.EventID)
 }

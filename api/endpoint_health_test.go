@@ -24,7 +24,7 @@ func TestEndpointHealthDisableAndEnable(t *testing.T) {
 	if h := health(); h["failing_since"] == nil || h["last_success_at"] != nil {
 		t.Fatalf("after a failure: %v", h)
 	}
-	if ids, err := s.db.HealthChecks(ctx, 10); err != nil || len(ids) != 1 || ids[0] != ep.ID {
+	if ids, err := s.db.HealthChecks(ctx, 10); err != nil || len(ids) != 1 || ids[0].EndpointID != ep.ID || ids[0].FailingSince == nil {
 		t.Fatalf("watch requests %v, %v", ids, err)
 	}
 	s.finish(s.emit(s.a.ID, bgcheck.ModeTest, "check.completed", ep.ID)[0], bgcheck.DeliverySucceeded)

@@ -25,11 +25,11 @@ const (
 var keptHeaders = []string{"Content-Type", "Location"}
 
 // idempotent makes a POST that carries an Idempotency-Key safe to retry: the first request with a
-// key runs and its answer is kept 24 hours; a repeat with the same method, path and body gets
-// that answer (with Idempotent-Replayed: true) without running again; a repeat with another
-// request is 422 idempotency_key_reused; a repeat while the first still runs waits for its
-// answer. Keys belong to the account and mode. Answers the client may cure by retrying (5xx,
-// 429) are not kept: the key is free again.
+// key runs and, if it succeeds (2xx), its answer is kept 24 hours; a repeat with the same API
+// key, method, path and body gets that answer (with Idempotent-Replayed: true) without running
+// again; a repeat with another request is 422 idempotency_key_reused; a repeat while the first
+// still runs waits for its answer. Keys belong to the account and mode. A request that did not
+// succeed keeps nothing, as Stripe keeps no refused request: its retry runs again.
 func (s *Server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(idempotencyHeader)
@@ -48,7 +48,9 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sum := sha256.New()
-		sum.Write([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n"))
+		// The API key is part of the request: another key (with other scopes, say) never gets
+		// this one's answer.
+		sum.Write([]byte(apiKeyOf(r).ID + " " + r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n"))
 		sum.Write(body)
 		fingerprint := sum.Sum(nil)
 		t := tenantOf(r)
@@ -60,7 +62,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			}
 			switch {
 			case claim.Owned:
-				s.runOwned(w, r, next, t, key)
+				s.runOwned(w, r, next, t, key, claim.Token)
 				return
 			case claim.Response != nil:
 				for k, v := range claim.Response.Headers {
@@ -84,16 +86,16 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 }
 
 // runOwned runs the first request with a key and keeps its answer.
-func (s *Server) runOwned(w http.ResponseWriter, r *http.Request, next http.Handler, t bgcheck.Tenant, key string) {
+func (s *Server) runOwned(w http.ResponseWriter, r *http.Request, next http.Handler, t bgcheck.Tenant, key, token string) {
 	rec := &recordingWriter{ResponseWriter: w, status: http.StatusOK}
 	completed := false
 	defer func() {
 		// Kept even if the client went away (the work was done); released on a panic or an
-		// answer a retry may cure.
+		// answer that is not a success.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 		defer cancel()
-		if !completed || rec.status >= 500 || rec.status == http.StatusTooManyRequests {
-			_ = s.db.ReleaseIdempotencyKey(ctx, t, key)
+		if !completed || rec.status < 200 || rec.status > 299 {
+			_ = s.db.ReleaseIdempotencyKey(ctx, t, key, token)
 			return
 		}
 		headers := map[string]string{}
@@ -102,7 +104,7 @@ func (s *Server) runOwned(w http.ResponseWriter, r *http.Request, next http.Hand
 				headers[h] = v
 			}
 		}
-		if err := s.db.FinishIdempotencyKey(ctx, t, key, postgres.StoredResponse{StatusCode: rec.status, Headers: headers, Body: rec.body.Bytes()}); err != nil {
+		if err := s.db.FinishIdempotencyKey(ctx, t, key, token, postgres.StoredResponse{StatusCode: rec.status, Headers: headers, Body: rec.body.Bytes()}); err != nil {
 			requestLogger(r).Error("could not keep an idempotent answer; a retry with the key will run again", "err", err)
 		}
 	}()

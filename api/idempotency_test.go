@@ -67,12 +67,31 @@ func TestIdempotencyKeyUnderConcurrentRepeats(t *testing.T) {
 	if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("live mode, same key: %d %s", r.Status, r.Body)
 	}
-	// A refused request is kept as refused: the repeat gets the same 422, and creates nothing.
+	// A refused request keeps nothing (Stripe keeps no refused request): its retry runs again.
 	bad := []byte(`{"first_name":""}`)
 	first := e.doWith("POST", "/api/v1/candidates", bad, map[string]string{"X-API-Key": a.TestKey, "Idempotency-Key": "bad-1"})
 	again := e.doWith("POST", "/api/v1/candidates", bad, map[string]string{"X-API-Key": a.TestKey, "Idempotency-Key": "bad-1"})
-	if first.Status != 422 || again.Status != 422 || again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.Body, again.Body) {
-		t.Fatalf("a refused request repeated: %d then %d (%s)", first.Status, again.Status, again.Header.Get("Idempotent-Replayed"))
+	if first.Status != 422 || again.Status != 422 || again.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("a refused request repeated: %d then %d (replayed %q)", first.Status, again.Status, again.Header.Get("Idempotent-Replayed"))
+	}
+	// Another API key of the account never gets this key's answer (it may lack the scope).
+	other2, _ := e.newKey(a.ID, keyOpts{})
+	wantProblem(t, e.doWith("POST", "/api/v1/candidates", body, map[string]string{"X-API-Key": other2, "Idempotency-Key": "create-jane-1"}),
+		422, bgcheck.CodeIdempotencyKeyReused)
+	// The answer is kept sealed: an endpoint's creation answers its signing secret.
+	ep := e.doWith("POST", "/api/v1/webhooks/endpoints", map[string]any{"url": "https://example.com/h"},
+		map[string]string{"X-API-Key": a.TestKey, "Idempotency-Key": "ep-1"})
+	var created struct{ Secret string }
+	_ = json.Unmarshal(ep.Body, &created)
+	var stored []byte
+	if err := e.db.Pool().QueryRow(context.Background(), `SELECT response_body FROM idempotency_keys WHERE key = 'ep-1'`).Scan(&stored); err != nil ||
+		created.Secret == "" || bytes.Contains(stored, []byte(created.Secret)) {
+		t.Fatalf("the kept answer holds the secret in the clear (%v)", err)
+	}
+	replay := e.doWith("POST", "/api/v1/webhooks/endpoints", map[string]any{"url": "https://example.com/h"},
+		map[string]string{"X-API-Key": a.TestKey, "Idempotency-Key": "ep-1"})
+	if replay.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.Body, ep.Body) {
+		t.Fatalf("the sealed answer does not replay: %s", replay.Body)
 	}
 	long := make([]byte, 256)
 	for i := range long {

@@ -14,11 +14,12 @@ import (
 // dispatchHealthChecks has an EndpointHealthWorkflow watch each endpoint that started failing:
 // started if none runs, signaled if one does (so it reads the endpoint again before it ends).
 func (d *Dispatcher) dispatchHealthChecks(ctx context.Context) error {
-	ids, err := d.db.HealthChecks(ctx, checkBatch)
+	checks, err := d.db.HealthChecks(ctx, checkBatch)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
+	for _, h := range checks {
+		id := h.EndpointID
 		if d.opts.EndpointDisableAfter > 0 {
 			sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
 			_, err := d.temporal.SignalWithStartWorkflow(sctx, workflows.EndpointHealthWorkflowID(id), workflows.SignalEndpointFailing, nil,
@@ -29,7 +30,7 @@ func (d *Dispatcher) dispatchHealthChecks(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := d.db.HealthCheckStarted(ctx, id); err != nil {
+		if err := d.db.HealthCheckStarted(ctx, h); err != nil {
 			return err
 		}
 	}

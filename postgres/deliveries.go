@@ -267,7 +267,7 @@ func (db *DB) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 			status = CASE WHEN status = 'canceled' THEN status ELSE $2 END,
 			attempt_count = greatest(attempt_count, $3),
 			next_attempt_at = CASE WHEN status = 'canceled' THEN NULL ELSE $4::timestamptz END,
-			last_status_code = $5, last_error = $6, updated_at = now()
+			last_status_code = $5, last_error = $6, held_by_pause = false, updated_at = now()
 		WHERE id = $1`, r.DeliveryID, r.Status, r.Number, r.NextAttemptAt, code, nullable(r.Error))
 	// The endpoint's health, written only when it changes (or a minute after the last success),
 	// so a busy healthy endpoint's row is not rewritten on every attempt.

@@ -9,19 +9,27 @@ import (
 	"github.com/bgcheck/bgcheck"
 )
 
-// HealthChecks returns up to limit endpoints that started failing and whose health workflow the
-// dispatcher has to start (or tell).
-func (db *DB) HealthChecks(ctx context.Context, limit int) ([]string, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id FROM webhook_endpoints WHERE health_check_pending ORDER BY id LIMIT $1`, limit)
+// HealthCheck is an endpoint that started failing, whose health workflow the dispatcher has to
+// start (or tell), with the streak it saw.
+type HealthCheck struct {
+	EndpointID   string
+	FailingSince *time.Time
+}
+
+// HealthChecks returns up to limit endpoints to watch.
+func (db *DB) HealthChecks(ctx context.Context, limit int) ([]HealthCheck, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, failing_since FROM webhook_endpoints WHERE health_check_pending ORDER BY id LIMIT $1`, limit)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[HealthCheck])
 }
 
-// HealthCheckStarted records that the endpoint's health workflow was started or told.
-func (db *DB) HealthCheckStarted(ctx context.Context, id string) error {
-	_, err := db.pool.Exec(ctx, `UPDATE webhook_endpoints SET health_check_pending = false WHERE id = $1`, id)
+// HealthCheckStarted records that the endpoint's health workflow was started or told of the
+// streak h saw; a streak that began since stays pending, so its workflow is told too.
+func (db *DB) HealthCheckStarted(ctx context.Context, h HealthCheck) error {
+	_, err := db.pool.Exec(ctx, `UPDATE webhook_endpoints SET health_check_pending = false
+		WHERE id = $1 AND failing_since IS NOT DISTINCT FROM $2`, h.EndpointID, h.FailingSince)
 	return err
 }
 
@@ -31,11 +39,11 @@ type EndpointWatch struct {
 	Watched      bool // enabled and not deleted: worth watching
 }
 
-// FindEndpointWatch reads an endpoint's health, whatever its account; a deleted endpoint is not
-// watched.
+// FindEndpointWatch reads an endpoint's health, whatever its account; a deleted, disabled or
+// paused endpoint is not watched (a paused one's failures are its owner's maintenance).
 func (db *DB) FindEndpointWatch(ctx context.Context, id string) (EndpointWatch, error) {
 	var h EndpointWatch
-	err := db.pool.QueryRow(ctx, `SELECT failing_since, enabled AND deleted_at IS NULL FROM webhook_endpoints WHERE id = $1`, id).
+	err := db.pool.QueryRow(ctx, `SELECT failing_since, enabled AND deleted_at IS NULL AND paused_at IS NULL FROM webhook_endpoints WHERE id = $1`, id).
 		Scan(&h.FailingSince, &h.Watched)
 	if err == pgx.ErrNoRows {
 		return EndpointWatch{}, nil
@@ -52,7 +60,8 @@ func (db *DB) DisableFailingEndpoint(ctx context.Context, id string, failingSinc
 		var accountID string
 		err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET enabled = false, disabled_at = now(), disabled_reason = 'failing',
 				updated_at = now()
-			WHERE id = $1 AND enabled AND deleted_at IS NULL AND failing_since = $2 AND failing_since <= now() - $3 * interval '1 second'
+			WHERE id = $1 AND enabled AND deleted_at IS NULL AND paused_at IS NULL
+				AND failing_since = $2 AND failing_since <= now() - $3 * interval '1 second'
 			RETURNING account_id`, id, failingSince, window.Seconds()).Scan(&accountID)
 		if err == pgx.ErrNoRows {
 			return nil

@@ -21,7 +21,8 @@ func (db *DB) PauseEndpoint(ctx context.Context, t bgcheck.Tenant, id string) (*
 func (db *DB) ResumeEndpoint(ctx context.Context, t bgcheck.Tenant, id string) (*bgcheck.WebhookEndpoint, error) {
 	var ep *bgcheck.WebhookEndpoint
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE webhook_endpoints SET paused_at = NULL, updated_at = now()
+		// The failing streak starts afresh: failures while paused were the owner's maintenance.
+		rows, err := tx.Query(ctx, `UPDATE webhook_endpoints SET paused_at = NULL, failing_since = NULL, updated_at = now()
 			WHERE id = $1 AND account_id = $2 AND mode = $3 AND deleted_at IS NULL RETURNING `+endpointColumns, id, t.AccountID, t.Mode)
 		if ep, err = collectOne[bgcheck.WebhookEndpoint](rows, err); err != nil {
 			return err

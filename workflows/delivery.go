@@ -68,10 +68,12 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 	log := workflow.GetLogger(ctx)
 	bounded := workflow.GetVersion(ctx, boundedRetriesChange, workflow.DefaultVersion, 1) >= 1
 	mayDefer := workflow.GetVersion(ctx, inFlightLimitsChange, workflow.DefaultVersion, 1) >= 1
+	mayPause := workflow.GetVersion(ctx, endpointPauseChange, workflow.DefaultVersion, 1) >= 1
+	pausedWaits := 0
 
 	attempts := len(in.Schedule) + 1
 	for i := range attempts {
-		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i, MayDefer: mayDefer}
+		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i, MayDefer: mayDefer, MayPause: mayPause}
 		if i < len(in.Schedule) {
 			req.RetryAfter = in.Schedule[i]
 		} else {
@@ -84,8 +86,16 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 			err := workflow.ExecuteLocalActivity(ctx, acts.DeliverWebhook, req).Get(ctx, &res)
 			if err == nil && res.Paused {
 				// The endpoint is paused: wait for its resume, durably; nothing was attempted,
-				// so the schedule does not advance.
-				if err := waitForResume(ctx); err != nil {
+				// so the schedule does not advance, and earlier infrastructure trouble is over.
+				firstFailure = time.Time{}
+				pausedWaits++
+				if pausedWaits > maxPausedWaitsPerRun {
+					// A long pause: keep the history small by going on in a new run, from the
+					// same attempt and the rest of the schedule.
+					return DeliveryResult{}, workflow.NewContinueAsNewError(ctx, DeliveryWorkflow, DeliveryInput{
+						DeliveryID: in.DeliveryID, FirstAttempt: req.Number, Schedule: in.Schedule[i:]})
+				}
+				if err := waitForResume(ctx, pausedRecheck(pausedWaits)); err != nil {
 					return canceled(ctx, err)
 				}
 				continue
@@ -134,17 +144,32 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 // SignalEndpointResumed tells a delivery's workflow held by a paused endpoint that it was resumed.
 const SignalEndpointResumed = "endpoint-resumed"
 
-// pausedRecheck is how long a held delivery waits for the resume signal before asking again: a
-// signal lost in an outage delays it by this much at most.
-const pausedRecheck = 5 * time.Minute
+// endpointPauseChange names the change that lets an attempt be held by a paused endpoint:
+// histories from before it replay without holds.
+const endpointPauseChange = "endpoint-pause"
 
-// waitForResume waits for SignalEndpointResumed, or pausedRecheck.
-func waitForResume(ctx workflow.Context) error {
+// pausedRecheck is how long a held delivery waits for the resume signal before asking again: 5
+// minutes, doubling, at most an hour (a signal lost in an outage delays it by that much at most,
+// and a week's pause costs a few hundred history events).
+func pausedRecheck(waits int) time.Duration {
+	d := 5 * time.Minute
+	for i := 1; i < waits && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// maxPausedWaitsPerRun bounds the waits of one run (some three weeks of pause) before the
+// workflow continues as new.
+const maxPausedWaitsPerRun = 500
+
+// waitForResume waits for SignalEndpointResumed, or d.
+func waitForResume(ctx workflow.Context, d time.Duration) error {
 	var err error
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(workflow.NewTimer(timerCtx, pausedRecheck), func(f workflow.Future) { err = f.Get(ctx, nil) })
+	sel.AddFuture(workflow.NewTimer(timerCtx, d), func(f workflow.Future) { err = f.Get(ctx, nil) })
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalEndpointResumed), func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 	sel.Select(ctx)
 	if err == nil && ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/activities"
@@ -293,5 +294,18 @@ func TestPausedEndpointHoldsTheAttemptUntilResumed(t *testing.T) {
 		if in.Number != 1 {
 			t.Fatalf("a paused attempt advanced the schedule: %+v", in)
 		}
+	}
+}
+
+// A pause that outlasts 500 rechecks (about three weeks) goes on in a new run, from the same
+// attempt, so the history stays small.
+func TestLongPauseContinuesAsNew(t *testing.T) {
+	env, _ := newEnv(t, func(n int, in activities.AttemptInput) (activities.AttemptResult, error) {
+		return activities.AttemptResult{Paused: true}, nil
+	})
+	env.ExecuteWorkflow(workflows.DeliveryWorkflow, input())
+	var cont *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &cont) {
+		t.Fatalf("after a long pause: %v, want continue-as-new", err)
 	}
 }

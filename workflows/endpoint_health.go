@@ -54,10 +54,18 @@ func EndpointHealthWorkflow(ctx workflow.Context, in EndpointHealthInput) error 
 			continue
 		}
 		// Disabled if the streak held; if it broke and a new one began, the next read finds it.
+		var disabled bool
 		if err := workflow.ExecuteActivity(ctx, acts.DisableFailingEndpoint, activities.DisableInput{
 			EndpointID: in.EndpointID, FailingSince: *w.FailingSince, Window: in.Window,
-		}).Get(ctx, nil); err != nil {
+		}).Get(ctx, &disabled); err != nil {
 			return err
+		}
+		if !disabled {
+			// Not disabled though the streak looked long enough here: the database's clock may
+			// be behind the worker's. Do not spin: read again in a minute.
+			if err := workflow.Sleep(ctx, time.Minute); err != nil {
+				return err
+			}
 		}
 	}
 }

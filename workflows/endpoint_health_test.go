@@ -32,11 +32,12 @@ func newHealthRun(start time.Time, streak func(now time.Time) *time.Time) *healt
 	h.env.OnActivity("ReadEndpointHealth", mock.Anything, mock.Anything).Return(func(context.Context, string) (activities.EndpointWatch, error) {
 		return activities.EndpointWatch{FailingSince: h.streak(h.env.Now()), Watched: len(h.disabled) == 0}, nil
 	})
-	h.env.OnActivity("DisableFailingEndpoint", mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DisableInput) error {
+	h.env.OnActivity("DisableFailingEndpoint", mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DisableInput) (bool, error) {
 		if s := h.streak(h.env.Now()); s != nil && s.Equal(in.FailingSince) && !h.env.Now().Before(s.Add(in.Window)) {
 			h.disabled = append(h.disabled, h.env.Now().Sub(h.start))
+			return true, nil
 		}
-		return nil
+		return false, nil
 	})
 	return h
 }
