@@ -27,29 +27,17 @@ func (d *Dispatcher) startAdverseActions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var started, failed []string
-	var lastErr error
-	for _, a := range batch {
-		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		_, err := d.temporal.ExecuteWorkflow(sctx, AdverseActionStartOptions(a), workflows.AdverseActionWorkflow,
-			workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt, OnHold: a.OnHold, HoldVersion: a.HoldVersion})
-		cancel()
-		var already *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &already) {
-			failed, lastErr = append(failed, a.ID), err
-			continue
-		}
-		started = append(started, a.ID)
-	}
+	started, failed, startErr := startEach(ctx, d, batch, func(a postgres.AdverseStart) string { return a.ID },
+		func(ctx context.Context, a postgres.AdverseStart) (client.WorkflowRun, error) {
+			return d.temporal.ExecuteWorkflow(ctx, AdverseActionStartOptions(a), workflows.AdverseActionWorkflow,
+				workflows.AdverseActionInput{ID: a.ID, FinalizeAt: a.FinalizeAt, OnHold: a.OnHold, HoldVersion: a.HoldVersion})
+		})
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := d.db.MarkAdverseStarted(recordCtx, started, failed); err != nil {
 		return err
 	}
-	if len(started) == 0 && lastErr != nil {
-		return errTemporalRefusedAll{lastErr}
-	}
-	return nil
+	return startErr
 }
 
 func (d *Dispatcher) cancelAdverseActions(ctx context.Context) error {

@@ -26,29 +26,17 @@ func (d *Dispatcher) startDisputes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var started, failed []string
-	var lastErr error
-	for _, s := range batch {
-		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		_, err := d.temporal.ExecuteWorkflow(sctx, DisputeStartOptions(s), workflows.DisputeWorkflow,
-			workflows.DisputeInput{ID: s.ID, DueAt: s.DueAt})
-		cancel()
-		var already *serviceerror.WorkflowExecutionAlreadyStarted
-		if err != nil && !errors.As(err, &already) {
-			failed, lastErr = append(failed, s.ID), err
-			continue
-		}
-		started = append(started, s.ID)
-	}
+	started, failed, startErr := startEach(ctx, d, batch, func(s postgres.DisputeStart) string { return s.ID },
+		func(ctx context.Context, s postgres.DisputeStart) (client.WorkflowRun, error) {
+			return d.temporal.ExecuteWorkflow(ctx, DisputeStartOptions(s), workflows.DisputeWorkflow,
+				workflows.DisputeInput{ID: s.ID, DueAt: s.DueAt})
+		})
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := d.db.MarkDisputesStarted(recordCtx, started, failed); err != nil {
 		return err
 	}
-	if len(started) == 0 && lastErr != nil {
-		return errTemporalRefusedAll{lastErr}
-	}
-	return nil
+	return startErr
 }
 
 func (d *Dispatcher) signalResolvedDisputes(ctx context.Context) error {
