@@ -268,14 +268,7 @@ func withParams(dbURL, app string, params []string) string {
 // buildBinaries builds the real commands into dir, by import path, so the benchmark measures the
 // module it is run from (a scratch copy included).
 func buildBinaries(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir,
-		"github.com/bgcheck/bgcheck/cmd/bgcheck-api", "github.com/bgcheck/bgcheck/cmd/bgcheck-worker",
-		"github.com/bgcheck/bgcheck/cmd/bgcheckctl")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build: %w", err)
-	}
-	return nil
+	return benchkit.BuildService(ctx, dir, "bgcheck-api", "bgcheck-worker", "bgcheckctl")
 }
 
 // bootstrap migrates the database and creates the account with bgcheckctl, and returns its test

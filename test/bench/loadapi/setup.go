@@ -39,13 +39,7 @@ func backendPIDs(ctx context.Context, serverURL, dbName string) []int {
 // buildBinaries builds the real commands into dir, by import path so any working directory inside
 // the module will do.
 func buildBinaries(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir,
-		"github.com/bgcheck/bgcheck/cmd/bgcheck-api", "github.com/bgcheck/bgcheck/cmd/bgcheckctl")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build: %w", err)
-	}
-	return nil
+	return benchkit.BuildService(ctx, dir, "bgcheck-api", "bgcheckctl")
 }
 
 // bootstrap creates the account with bgcheckctl and returns its test key.

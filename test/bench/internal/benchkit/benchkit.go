@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -76,4 +77,25 @@ func HostCPU() (busy, total uint64, ok bool) {
 		}
 	}
 	return total - idle, total, true
+}
+
+// BuildService builds the service's commands into dir. It builds in the service's own module
+// (where this module's replace directive points), whose go.sum covers every dependency of the
+// commands: this module's go.sum covers only what the benchmarks import.
+func BuildService(ctx context.Context, dir string, commands ...string) error {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/bgcheck/bgcheck").Output()
+	if err != nil {
+		return fmt.Errorf("finding the service module: %w", err)
+	}
+	args := []string{"build", "-o", dir}
+	for _, c := range commands {
+		args = append(args, "github.com/bgcheck/bgcheck/cmd/"+c)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = strings.TrimSpace(string(out))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build: %w", err)
+	}
+	return nil
 }
