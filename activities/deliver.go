@@ -59,8 +59,6 @@ type AttemptInput struct {
 	// MayDefer says the workflow understands AttemptResult.Deferred (workflows started before
 	// in-flight limits existed do not, and are never deferred).
 	MayDefer bool
-	// MayPause says the workflow understands AttemptResult.Paused (older ones are never held).
-	MayPause bool
 }
 
 // AttemptResult is what became of the delivery: succeeded, failed, canceled, or pending when a
@@ -73,7 +71,9 @@ type AttemptResult struct {
 	// attempts in flight as Limits allow. Nothing was sent or recorded; ask again later.
 	Deferred bool
 	// Paused means the attempt was not made because the endpoint is paused: nothing was sent or
-	// counted; wait for the resume (a signal) and ask again.
+	// counted; wait for the resume (a signal) and ask again. A paused attempt is also Deferred,
+	// so a workflow (or worker) that predates pauses backs off and asks again, as for an
+	// in-flight limit: no version marker is needed, and a delivery's history stays as short.
 	Paused bool
 }
 
@@ -99,11 +99,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in AttemptInput) (Attem
 		return AttemptResult{Status: bgcheck.DeliveryCanceled}, nil
 	}
 
-	if target.Paused && in.MayPause { // workflows from before pauses existed are not held
+	if target.Paused && in.MayDefer { // workflows from before deferrals existed are not held
 		if err := a.DB.HoldDelivery(ctx, in.DeliveryID); err != nil {
 			return AttemptResult{}, err
 		}
-		return AttemptResult{Paused: true}, nil
+		return AttemptResult{Paused: true, Deferred: true}, nil
 	}
 	if in.MayDefer {
 		if !a.Limits.tryAcquire(target.AccountID, target.EndpointID) {

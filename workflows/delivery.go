@@ -68,12 +68,11 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 	log := workflow.GetLogger(ctx)
 	bounded := workflow.GetVersion(ctx, boundedRetriesChange, workflow.DefaultVersion, 1) >= 1
 	mayDefer := workflow.GetVersion(ctx, inFlightLimitsChange, workflow.DefaultVersion, 1) >= 1
-	mayPause := workflow.GetVersion(ctx, endpointPauseChange, workflow.DefaultVersion, 1) >= 1
 	pausedWaits := 0
 
 	attempts := len(in.Schedule) + 1
 	for i := range attempts {
-		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i, MayDefer: mayDefer, MayPause: mayPause}
+		req := activities.AttemptInput{DeliveryID: in.DeliveryID, Number: in.FirstAttempt + i, MayDefer: mayDefer}
 		if i < len(in.Schedule) {
 			req.RetryAfter = in.Schedule[i]
 		} else {
@@ -143,10 +142,6 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 
 // SignalEndpointResumed tells a delivery's workflow held by a paused endpoint that it was resumed.
 const SignalEndpointResumed = "endpoint-resumed"
-
-// endpointPauseChange names the change that lets an attempt be held by a paused endpoint:
-// histories from before it replay without holds.
-const endpointPauseChange = "endpoint-pause"
 
 // pausedRecheck is how long a held delivery waits for the resume signal before asking again: 5
 // minutes, doubling, at most an hour (a signal lost in an outage delays it by that much at most,

@@ -273,7 +273,7 @@ func TestPausedEndpointHoldsTheAttemptUntilResumed(t *testing.T) {
 	paused := true
 	env, log := newEnv(t, func(n int, in activities.AttemptInput) (activities.AttemptResult, error) {
 		if paused {
-			return activities.AttemptResult{Paused: true}, nil
+			return activities.AttemptResult{Paused: true, Deferred: true}, nil
 		}
 		return activities.AttemptResult{Status: bgcheck.DeliverySucceeded, StatusCode: 204}, nil
 	})
@@ -301,7 +301,7 @@ func TestPausedEndpointHoldsTheAttemptUntilResumed(t *testing.T) {
 // attempt, so the history stays small.
 func TestLongPauseContinuesAsNew(t *testing.T) {
 	env, _ := newEnv(t, func(n int, in activities.AttemptInput) (activities.AttemptResult, error) {
-		return activities.AttemptResult{Paused: true}, nil
+		return activities.AttemptResult{Paused: true, Deferred: true}, nil
 	})
 	env.ExecuteWorkflow(workflows.DeliveryWorkflow, input())
 	var cont *workflow.ContinueAsNewError
