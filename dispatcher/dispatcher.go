@@ -261,6 +261,7 @@ func (d *Dispatcher) startOne(ctx context.Context, item postgres.Dispatch) error
 		DeliveryID:   item.DeliveryID,
 		FirstAttempt: item.AttemptCount + 1,
 		Schedule:     d.opts.Schedule,
+		Behaviour:    workflows.BehaviourCurrent,
 	})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &already) {

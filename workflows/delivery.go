@@ -25,10 +25,6 @@ const maxInfrastructureRetryTime = 24 * time.Hour
 // maxInfrastructureRetryTime.
 const ErrAttemptCouldNotRun = "AttemptCouldNotRun"
 
-// inFlightLimitsChange names the change that lets an attempt be deferred (its endpoint or
-// account at its in-flight limit): histories from before it replay without deferrals.
-const inFlightLimitsChange = "in-flight-limits"
-
 // deferBackoff is how long a deferred attempt waits before asking again: 2 s, doubling, at
 // most maxDeferBackoff. A timer in Temporal, not a slot held in a worker.
 func deferBackoff(deferrals int) time.Duration {
@@ -40,10 +36,6 @@ func deferBackoff(deferrals int) time.Duration {
 }
 
 const maxDeferBackoff = time.Minute
-
-// boundedRetriesChange names the change that bounded the infrastructure retries: histories of
-// workflows started before it replay without the bound.
-const boundedRetriesChange = "bounded-infrastructure-retries"
 
 // DeliveryWorkflow runs one attempt series of a delivery: attempt 1 at once, and after each failed
 // attempt a durable sleep from the schedule before the next; it ends when an attempt succeeds,
@@ -66,8 +58,7 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 		},
 	})
 	log := workflow.GetLogger(ctx)
-	bounded := workflow.GetVersion(ctx, boundedRetriesChange, workflow.DefaultVersion, 1) >= 1
-	mayDefer := workflow.GetVersion(ctx, inFlightLimitsChange, workflow.DefaultVersion, 1) >= 1
+	bounded, mayDefer := in.Behaviour >= 1, in.Behaviour >= 1
 	pausedWaits := 0
 
 	attempts := len(in.Schedule) + 1
@@ -92,7 +83,7 @@ func DeliveryWorkflow(ctx workflow.Context, in DeliveryInput) (DeliveryResult, e
 					// A long pause: keep the history small by going on in a new run, from the
 					// same attempt and the rest of the schedule.
 					return DeliveryResult{}, workflow.NewContinueAsNewError(ctx, DeliveryWorkflow, DeliveryInput{
-						DeliveryID: in.DeliveryID, FirstAttempt: req.Number, Schedule: in.Schedule[i:]})
+						DeliveryID: in.DeliveryID, FirstAttempt: req.Number, Schedule: in.Schedule[i:], Behaviour: in.Behaviour})
 				}
 				if err := waitForResume(ctx, pausedRecheck(pausedWaits)); err != nil {
 					return canceled(ctx, err)

@@ -52,7 +52,7 @@ var failing = func(_ int, in activities.AttemptInput) (activities.AttemptResult,
 }
 
 func input() workflows.DeliveryInput {
-	return workflows.DeliveryInput{DeliveryID: "dlv_1", FirstAttempt: 1, Schedule: workflows.DefaultRetrySchedule}
+	return workflows.DeliveryInput{DeliveryID: "dlv_1", FirstAttempt: 1, Schedule: workflows.DefaultRetrySchedule, Behaviour: workflows.BehaviourCurrent}
 }
 
 func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.DeliveryResult {
@@ -307,5 +307,17 @@ func TestLongPauseContinuesAsNew(t *testing.T) {
 	var cont *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &cont) {
 		t.Fatalf("after a long pause: %v, want continue-as-new", err)
+	}
+}
+
+// A workflow started before the current behaviour (Behaviour 0, as the first release started
+// them) replays as it ran: its attempts are never deferrable, so never deferred or held.
+func TestFirstBehaviourIsNeverDeferred(t *testing.T) {
+	env, log := newEnv(t, func(n int, in activities.AttemptInput) (activities.AttemptResult, error) {
+		return activities.AttemptResult{Status: bgcheck.DeliverySucceeded, StatusCode: 204}, nil
+	})
+	env.ExecuteWorkflow(workflows.DeliveryWorkflow, workflows.DeliveryInput{DeliveryID: "dlv_1", FirstAttempt: 1, Schedule: workflows.DefaultRetrySchedule})
+	if res := result(t, env); res.Status != bgcheck.DeliverySucceeded || len(log.inputs) != 1 || log.inputs[0].MayDefer {
+		t.Fatalf("result %+v, inputs %+v", res, log.inputs)
 	}
 }

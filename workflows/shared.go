@@ -50,7 +50,17 @@ type DeliveryInput struct {
 	FirstAttempt int
 	// Schedule is the wait after each failed attempt; the series has len(Schedule)+1 attempts.
 	Schedule []time.Duration
+	// Behaviour is the DeliveryWorkflow behaviour the starter asks for: 0 for the first one
+	// (unbounded infrastructure retries, no deferrals), BehaviourCurrent for today's. Workflows
+	// started before a change carry the older number and keep their behaviour on replay, with no
+	// version marker in any history: GetVersion would add a marker and a search-attribute upsert
+	// to every delivery.
+	Behaviour int
 }
+
+// BehaviourCurrent is the DeliveryWorkflow behaviour new starts ask for: infrastructure retries
+// bounded to a day, attempts deferred by in-flight limits and held by paused endpoints.
+const BehaviourCurrent = 1
 
 // DeliveryResult is how a series ended.
 type DeliveryResult struct {
