@@ -71,8 +71,8 @@ type Config struct {
 	// default 1: a county search takes three days; 86400 makes a day a second).
 	SandboxSpeed float64
 	// WorkerEndpointConcurrency and WorkerAccountConcurrency bound one worker's attempts in flight
-	// to one endpoint and for one account (BGCHECK_WORKER_ENDPOINT_CONCURRENCY, default 10;
-	// BGCHECK_WORKER_ACCOUNT_CONCURRENCY, default 50); attempts over them wait in Temporal.
+	// to one endpoint and for one account (BGCHECK_WORKER_ENDPOINT_CONCURRENCY, default 50;
+	// BGCHECK_WORKER_ACCOUNT_CONCURRENCY, default 100); attempts over them wait in Temporal.
 	WorkerEndpointConcurrency int
 	WorkerAccountConcurrency  int
 	// WorkerConcurrency is how many delivery attempts one worker runs at once.
@@ -157,10 +157,10 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("BGCHECK_SANDBOX_SPEED: %q is not a positive number", v)
 		}
 	}
-	if c.WorkerEndpointConcurrency, err = getInt("BGCHECK_WORKER_ENDPOINT_CONCURRENCY", 10); err != nil {
+	if c.WorkerEndpointConcurrency, err = getInt("BGCHECK_WORKER_ENDPOINT_CONCURRENCY", 50); err != nil {
 		return c, err
 	}
-	if c.WorkerAccountConcurrency, err = getInt("BGCHECK_WORKER_ACCOUNT_CONCURRENCY", 50); err != nil {
+	if c.WorkerAccountConcurrency, err = getInt("BGCHECK_WORKER_ACCOUNT_CONCURRENCY", 100); err != nil {
 		return c, err
 	}
 	c.EndpointDisableAfter = DefaultEndpointDisableAfter

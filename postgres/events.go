@@ -21,10 +21,7 @@ func (db *DB) CreateEvent(ctx context.Context, t bgcheck.Tenant, eventType strin
 	var ev *bgcheck.Event
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if ev, err = insertEvent(ctx, tx, t, eventType, data); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE events SET test_event = true WHERE id = $1`, ev.ID)
+		ev, err = insertEventOf(ctx, tx, t, eventType, data, true)
 		return err
 	})
 	return ev, err
@@ -35,6 +32,11 @@ func (db *DB) CreateEvent(ctx context.Context, t bgcheck.Tenant, eventType strin
 // the caller's transaction: the event and its deliveries exist together or not at all. The
 // event's Deliveries is how many were written.
 func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType string, data any) (*bgcheck.Event, error) {
+	return insertEventOf(ctx, tx, t, eventType, data, false)
+}
+
+// insertEventOf is insertEvent, marking a test event (its data the caller's) as such.
+func insertEventOf(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType string, data any, test bool) (*bgcheck.Event, error) {
 	ev := &bgcheck.Event{
 		ID:        bgcheck.NewID(bgcheck.PrefixEvent),
 		AccountID: t.AccountID,
@@ -49,8 +51,8 @@ func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType str
 	}
 	ev.Body = body
 	batch := &pgx.Batch{}
-	batch.Queue(`INSERT INTO events (id, account_id, mode, type, body, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, ev.ID, ev.AccountID, ev.Mode, ev.Type, []byte(ev.Body), ev.CreatedAt)
+	batch.Queue(`INSERT INTO events (id, account_id, mode, type, body, created_at, test_event)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ev.ID, ev.AccountID, ev.Mode, ev.Type, []byte(ev.Body), ev.CreatedAt, test)
 	batch.Queue(`
 		WITH fanout AS (
 			INSERT INTO deliveries (id, event_id, endpoint_id, account_id, mode, event_type, next_attempt_at)
