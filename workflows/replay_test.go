@@ -14,8 +14,9 @@ import (
 // if a change to its workflow alters the commands it issues for the same history: such a change
 // needs workflow.GetVersion to keep running workflows safe. The end-to-end tests record them
 // again with -update-history:
-//   - delivery: three attempts, two timers, the final search attribute
-//     (`go test ./test/e2e -run Retries -update-history`);
+//   - delivery: three attempts, two timers, the final search attribute, as the first release
+//     ran it (its input has no Behaviour); and the same with today's behaviour
+//     (delivery_history_behaviour1.json: `go test ./test/e2e -run Retries -update-history`);
 //   - check: invitation, consent signal, two screenings with their sleeps, completion;
 //   - adverse action: pre-adverse notice, a timer held by a dispute, released with a new end,
 //     held again, then canceled;
@@ -27,6 +28,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		workflow any
 	}{
 		{"delivery_history.json", workflows.DeliveryWorkflow},
+		{"delivery_history_behaviour1.json", workflows.DeliveryWorkflow},
 		{"check_history.json", workflows.CheckWorkflow},
 		{"adverse_history.json", workflows.AdverseActionWorkflow},
 		{"dispute_history.json", workflows.DisputeWorkflow},

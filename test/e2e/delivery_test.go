@@ -83,7 +83,7 @@ func TestDeliveryRetriesSignedAndIdentical(t *testing.T) {
 		t.Fatalf("the redelivery's workflow %s: %v", workflows.WorkflowID(d.ID, 2), err)
 	}
 	if *flagUpdateHistory {
-		saveHistory(t, tc, d.ID, "delivery_history.json")
+		saveHistory(t, tc, d.ID, "delivery_history_behaviour1.json")
 	}
 }
 

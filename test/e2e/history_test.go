@@ -13,7 +13,7 @@ import (
 )
 
 var flagUpdateHistory = flag.Bool("update-history", false,
-	"write the histories of a real delivery (three attempts, two sleeps) and a real check (consent, screenings, report) to workflows/testdata for the replay tests")
+	"write the histories of real runs (a delivery's three attempts and two sleeps; a check's consent, screenings and report; an adverse action held and released by disputes; a dispute) to workflows/testdata for the replay tests")
 
 // saveHistory writes a workflow's history to workflows/testdata/name, as the replay tests read it.
 func saveHistory(t testing.TB, tc client.Client, workflowID, name string) {
