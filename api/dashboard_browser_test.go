@@ -244,15 +244,28 @@ func TestDashboardInTheBrowser(t *testing.T) {
 		t.Fatalf("billing: quota %q, methods %q, invoice total %q", quotaText, methods, invoiceTotal)
 	}
 
-	// Endpoints with their success rate; then sign out.
-	var endpoints string
-	run(t, tab, "list endpoints and sign out", chromedp.Click(`a[href="#/endpoints"]`, chromedp.ByQuery),
+	// Endpoints with their success rate and health; one disabled for failing is enabled again in
+	// one click; then sign out.
+	if _, err := s.db.Pool().Exec(context.Background(), `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'failing',
+		disabled_at = now(), failing_since = now() - interval '6 days' WHERE id = $1`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	var endpoints, state string
+	epRow := `tr[data-endpoint-id="` + ep.ID + `"]`
+	run(t, tab, "list endpoints, enable one, sign out", chromedp.Click(`a[href="#/endpoints"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#endpoint-list td.success-rate`, chromedp.ByQuery),
 		chromedp.Text(`#endpoint-list`, &endpoints, chromedp.ByQuery),
+		chromedp.Click(epRow+` button.enable-endpoint`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(epRow+` button.enable-endpoint`, chromedp.ByQuery),
+		chromedp.Text(epRow+` td.endpoint-state`, &state, chromedp.ByQuery),
 		chromedp.Click(`#signout`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#signin`, chromedp.ByQuery))
-	if !strings.Contains(endpoints, ep.ID) {
-		t.Errorf("the endpoints view reads %q, want %s", endpoints, ep.ID)
+	if !strings.Contains(endpoints, ep.ID) || !strings.Contains(endpoints, "disabled: every delivery failed since") {
+		t.Errorf("the endpoints view reads %q, want %s disabled for failing", endpoints, ep.ID)
+	}
+	if got := decode[map[string]any](t, s.do("GET", "/api/v1/webhooks/endpoints/"+ep.ID, s.a.TestKey, nil), http.StatusOK); got["enabled"] != true ||
+		got["disabled_reason"] != nil || strings.TrimSpace(state) != "yes" {
+		t.Fatalf("after Enable: shown %q, endpoint %v", state, got)
 	}
 
 	// A consumer sees the admin-only message and no data.
