@@ -50,7 +50,7 @@ func (a *EndpointHealth) DisableFailingEndpoint(ctx context.Context, in DisableI
 	}
 	n, err := a.DB.PendingDisabledNotice(ctx, in.EndpointID)
 	if err != nil || n == nil {
-		return disabled || n != nil, err
+		return disabled, err
 	}
 	if len(n.AdminEmails) > 0 {
 		if err := a.Mailer.SendEndpointDisabled(ctx, mail.EndpointDisabled{

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -46,11 +45,9 @@ func (d *Dispatcher) cancelAdverseActions(ctx context.Context) error {
 		return err
 	}
 	for _, id := range ids {
-		cctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		err := d.temporal.CancelWorkflow(cctx, workflows.AdverseActionWorkflowID(id), "")
-		cancel()
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
+		if err := d.tell(ctx, func(ctx context.Context) error {
+			return d.temporal.CancelWorkflow(ctx, workflows.AdverseActionWorkflowID(id), "")
+		}); err != nil {
 			return err
 		}
 		if err := d.db.AdverseCanceled(ctx, id); err != nil {
@@ -68,12 +65,10 @@ func (d *Dispatcher) signalAdverseHolds(ctx context.Context) error {
 		return err
 	}
 	for _, h := range holds {
-		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		err := d.temporal.SignalWorkflow(sctx, workflows.AdverseActionWorkflowID(h.ID), "", workflows.SignalDisputeHold,
-			workflows.DisputeHold{OnHold: h.OnHold, FinalizeAt: h.FinalizeAt, Version: h.Version})
-		cancel()
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
+		if err := d.tell(ctx, func(ctx context.Context) error {
+			return d.temporal.SignalWorkflow(ctx, workflows.AdverseActionWorkflowID(h.ID), "", workflows.SignalDisputeHold,
+				workflows.DisputeHold{OnHold: h.OnHold, FinalizeAt: h.FinalizeAt, Version: h.Version})
+		}); err != nil {
 			return err
 		}
 		if err := d.db.AdverseHoldSignaled(ctx, h); err != nil {

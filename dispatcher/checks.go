@@ -91,16 +91,16 @@ func (d *Dispatcher) signalChecks(ctx context.Context) error {
 	}
 	for _, s := range pending {
 		id := workflows.CheckWorkflowID(s.ID)
-		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		var err error
-		if s.Cancel {
-			err = d.temporal.CancelWorkflow(sctx, id, "")
-		} else if s.Authorized {
-			err = d.temporal.SignalWorkflow(sctx, id, "", workflows.SignalAuthorized, nil)
-		}
-		cancel()
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) { // a closed workflow needs telling nothing
+		err := d.tell(ctx, func(ctx context.Context) error {
+			if s.Cancel {
+				return d.temporal.CancelWorkflow(ctx, id, "")
+			}
+			if s.Authorized {
+				return d.temporal.SignalWorkflow(ctx, id, "", workflows.SignalAuthorized, nil)
+			}
+			return nil
+		})
+		if err != nil {
 			d.log.Warn("could not signal a check's workflow; retried next round", "check_id", s.ID, "err", err)
 			continue
 		}

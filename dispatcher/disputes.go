@@ -6,7 +6,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -45,11 +44,9 @@ func (d *Dispatcher) signalResolvedDisputes(ctx context.Context) error {
 		return err
 	}
 	for _, id := range ids {
-		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		err := d.temporal.SignalWorkflow(sctx, workflows.DisputeWorkflowID(id), "", workflows.SignalDisputeResolved, nil)
-		cancel()
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
+		if err := d.tell(ctx, func(ctx context.Context) error {
+			return d.temporal.SignalWorkflow(ctx, workflows.DisputeWorkflowID(id), "", workflows.SignalDisputeResolved, nil)
+		}); err != nil {
 			return err
 		}
 		if err := d.db.DisputeSignaled(ctx, id); err != nil {

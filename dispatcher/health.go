@@ -45,11 +45,9 @@ func (d *Dispatcher) signalResumes(ctx context.Context) error {
 		return err
 	}
 	for _, h := range held {
-		sctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
-		err := d.temporal.SignalWorkflow(sctx, workflows.WorkflowID(h.DeliveryID, h.Series), "", workflows.SignalEndpointResumed, nil)
-		cancel()
-		var notFound *serviceerror.NotFound
-		if err != nil && !errors.As(err, &notFound) {
+		if err := d.tell(ctx, func(ctx context.Context) error {
+			return d.temporal.SignalWorkflow(ctx, workflows.WorkflowID(h.DeliveryID, h.Series), "", workflows.SignalEndpointResumed, nil)
+		}); err != nil {
 			return err
 		}
 		if err := d.db.ResumeSignaled(ctx, h.DeliveryID); err != nil {

@@ -31,3 +31,16 @@ func startEach[T any](ctx context.Context, d *Dispatcher, batch []T, id func(T) 
 	}
 	return started, failed, nil
 }
+
+// tell sends one signal or cancel to a workflow, bounded by StartTimeout. A workflow that no
+// longer exists (it ended) needs telling nothing: that is success.
+func (d *Dispatcher) tell(ctx context.Context, send func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.StartTimeout)
+	defer cancel()
+	err := send(ctx)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	return err
+}
