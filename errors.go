@@ -69,7 +69,23 @@ const (
 	CodeIdempotencyKeyInUse Code = "idempotency_key_in_use"
 	// CodeInvalidInvitation is an invitation link that is unknown or expired.
 	CodeInvalidInvitation Code = "invalid_invitation"
-	CodeInternal          Code = "internal"
+	// CodeSSORequired refuses a password sign-in of an admin whose account requires single
+	// sign-on; the detail names the way in.
+	CodeSSORequired Code = "sso_required"
+	// CodeSSOFailed is an answer of an identity provider, or a step of a sign-in through one,
+	// that is refused: a bad signature, audience or nonce, an expired or replayed response, an
+	// unknown state, an e-mail outside the connection's domains.
+	CodeSSOFailed Code = "sso_failed"
+	// CodeSSONotConfigured is an e-mail whose domain no enabled SSO connection owns.
+	CodeSSONotConfigured Code = "sso_not_configured"
+	// CodeDomainTaken refuses an e-mail domain another SSO connection already owns.
+	CodeDomainTaken Code = "domain_taken"
+	// CodeSSONotVerified refuses to require SSO before a sign-in through it has succeeded.
+	CodeSSONotVerified Code = "sso_not_verified"
+	// CodeSSOInUse refuses to disable or delete the last connection of an account that requires
+	// SSO.
+	CodeSSOInUse Code = "sso_in_use"
+	CodeInternal Code = "internal"
 )
 
 // FieldError names one request field that failed validation and says why.

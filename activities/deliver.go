@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"syscall"
@@ -216,8 +215,8 @@ func describeTransportError(err error, timeout time.Duration) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return fmt.Errorf("no complete answer within %s", timeout)
-	case errors.Is(err, errBlockedAddress):
-		return err
+	case errors.Is(err, netguard.ErrBlockedAddress):
+		return errBlockedAddress
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return errors.New("connection refused")
 	}
@@ -239,13 +238,7 @@ var errBlockedAddress = errors.New("the endpoint resolves to a private, loopback
 func NewHTTPClient(allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
-		dialer.Control = func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !netguard.IsPublic(ap.Addr()) {
-				return errBlockedAddress
-			}
-			return nil
-		}
+		dialer.Control = netguard.DialControl(nil)
 	}
 	return &http.Client{
 		Timeout: AttemptTimeout,

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/postgres"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) handleInvitationAccept(w http.ResponseWriter, r *http.Request) 
 		writeError(w, r, err)
 		return
 	}
-	pair, err := s.newSession(r.Context(), user)
+	pair, err := s.newSession(r.Context(), user, auth.Subject{})
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -96,7 +96,29 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errInvalidCredentials)
 		return
 	}
-	s.startSession(w, r, user, http.StatusOK)
+	// Only after the password is right: the answer must not tell who has an account.
+	if err := s.refuseIfSSORequired(r.Context(), user.ID); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s.startSession(w, r, user, auth.MethodPassword, http.StatusOK)
+}
+
+// errSSORequired names the way in for an admin whose account requires single sign-on.
+var errSSORequired = &bgcheck.Error{Code: bgcheck.CodeSSORequired,
+	Detail: "your account requires single sign-on: sign in through your identity provider with " +
+		"POST /api/v1/auth/sso/start {\"email\": ...}, or \"Continue\" with your e-mail on the dashboard's sign-in page"}
+
+// refuseIfSSORequired answers errSSORequired for an admin who must sign in through SSO.
+func (s *Server) refuseIfSSORequired(ctx context.Context, userID string) error {
+	required, err := s.db.SSORequiredFor(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if required {
+		return errSSORequired
+	}
+	return nil
 }
 
 // handleRegister creates a consumer of no account and signs them in.
@@ -139,12 +161,13 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	s.startSession(w, r, user, http.StatusCreated)
+	s.startSession(w, r, user, auth.MethodPassword, http.StatusCreated)
 }
 
-// startSession opens a sign-in for user and answers with its first token pair.
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request, user *bgcheck.User, status int) {
-	pair, err := s.newSession(r.Context(), user)
+// startSession opens a sign-in for user, made by method (auth.MethodPassword, or "" for a
+// link), and answers with its first token pair.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, user *bgcheck.User, method string, status int) {
+	pair, err := s.newSession(r.Context(), user, auth.Subject{Method: method})
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -153,9 +176,11 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, user *bgch
 	writeJSON(w, status, pair)
 }
 
-// newSession records a new sign-in of user and returns its first token pair.
-func (s *Server) newSession(ctx context.Context, user *bgcheck.User) (tokenPair, error) {
-	sub := auth.Subject{UserID: user.ID, Role: user.Role, SessionID: bgcheck.NewID(prefixSession)}
+// newSession records a new sign-in of user and returns its first token pair; how carries the
+// sign-in's method and SSO connection.
+func (s *Server) newSession(ctx context.Context, user *bgcheck.User, how auth.Subject) (tokenPair, error) {
+	sub := auth.Subject{UserID: user.ID, Role: user.Role, SessionID: bgcheck.NewID(prefixSession),
+		Method: how.Method, SSOConnection: how.SSOConnection}
 	if user.AccountID != nil {
 		sub.AccountID = *user.AccountID
 	}
@@ -209,7 +234,18 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	sub := auth.Subject{UserID: claims.Subject, AccountID: claims.Account, Role: claims.Role, SessionID: claims.Session}
+	sub := auth.Subject{UserID: claims.Subject, AccountID: claims.Account, Role: claims.Role, SessionID: claims.Session,
+		SSOConnection: claims.SSOConnection}
+	if len(claims.AMR) > 0 {
+		sub.Method = claims.AMR[0]
+	}
+	// A sign-in made before the account required SSO ends at its next refresh.
+	if sub.Method != auth.MethodSSO && claims.Role == bgcheck.RoleAdmin {
+		if err := s.refuseIfSSORequired(r.Context(), claims.Subject); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
 	pair, refresh, err := s.issuePair(sub)
 	if err != nil {
 		writeError(w, r, err)
@@ -332,9 +368,12 @@ func (s *Server) handleMagicLinkVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, err := s.db.UseMagicLink(r.Context(), hash)
+	if err == nil {
+		err = s.refuseIfSSORequired(r.Context(), user.ID)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	s.startSession(w, r, user, http.StatusOK)
+	s.startSession(w, r, user, "", http.StatusOK)
 }

@@ -48,6 +48,12 @@ var statusOf = map[bgcheck.Code]int{
 	bgcheck.CodeCardNumberRefused:    http.StatusUnprocessableEntity,
 	bgcheck.CodeIdempotencyKeyReused: http.StatusUnprocessableEntity,
 	bgcheck.CodeIdempotencyKeyInUse:  http.StatusConflict,
+	bgcheck.CodeSSORequired:          http.StatusForbidden,
+	bgcheck.CodeSSOFailed:            http.StatusUnauthorized,
+	bgcheck.CodeSSONotConfigured:     http.StatusNotFound,
+	bgcheck.CodeDomainTaken:          http.StatusConflict,
+	bgcheck.CodeSSONotVerified:       http.StatusConflict,
+	bgcheck.CodeSSOInUse:             http.StatusConflict,
 	bgcheck.CodeInternal:             http.StatusInternalServerError,
 	codeMethodNotAllowed:             http.StatusMethodNotAllowed,
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/ratelimit"
 	"github.com/bgcheck/bgcheck/ratelimit/limiter"
+	"github.com/bgcheck/bgcheck/sso"
 )
 
 // Options are the settings of the HTTP layer.
@@ -67,6 +68,14 @@ type Options struct {
 	// RequestTimeout bounds every request's work, database calls included: past it the caller
 	// gets 503 and the work is abandoned. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// PublicURL is where browsers and identity providers reach this API (BGCHECK_PUBLIC_URL):
+	// the base of the SSO redirect URI, ACS URL and SP entity id, and of the dashboard the SSO
+	// callbacks return to. "" means config.DefaultPublicURL.
+	PublicURL string
+	// SSOPrivateNetworks are the non-public networks identity providers may be reached on
+	// (BGCHECK_SSO_PRIVATE_NETWORKS), and the only ones plain http is accepted to; every other
+	// IdP fetch must reach a public address.
+	SSOPrivateNetworks []netip.Prefix
 	// PasswordSlots bounds concurrent argon2id work (login, register); 0 means
 	// auth.DefaultPasswordSlots. Past it a sign-in waits a moment, then gets 503.
 	PasswordSlots int
@@ -99,6 +108,8 @@ type Server struct {
 	metrics      *metrics.API
 	serveMetrics http.Handler
 	background   sync.WaitGroup // magic-link mails in flight
+	ssoClient    *http.Client   // reaches identity providers through the address guard
+	oidc         *sso.OIDC
 
 	// extraKeyRoutes, when set (by benchmarks), adds routes behind the API-key middleware.
 	extraKeyRoutes func(chi.Router)
@@ -125,11 +136,16 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 	if opts.TemporalUIURL == "" {
 		opts.TemporalUIURL = config.DefaultTemporalUIURL
 	}
+	if opts.PublicURL == "" {
+		opts.PublicURL = config.DefaultPublicURL
+	}
 	if opts.Gatherer == nil {
 		opts.Gatherer = prometheus.NewRegistry()
 	}
 	s := &Server{db: db, keys: keys, opts: opts, log: log, tokens: opts.Tokens,
-		metrics: opts.Metrics, serveMetrics: metrics.Handler(opts.Gatherer, log)}
+		metrics: opts.Metrics, serveMetrics: metrics.Handler(opts.Gatherer, log),
+		ssoClient: sso.NewHTTPClient(opts.SSOPrivateNetworks)}
+	s.oidc = sso.NewOIDC(s.ssoClient)
 	if db != nil {
 		s.sessions = auth.NewSessionChecker(db, 0)
 		s.passwords = auth.NewPasswordSlots(opts.PasswordSlots)
@@ -170,6 +186,7 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/magic-link/request", s.handleMagicLinkRequest)
 				r.Post("/magic-link/verify", s.handleMagicLinkVerify)
 				r.Post("/invitation", s.handleInvitationAccept)
+				r.Route("/sso", s.ssoSignInRoutes)
 			})
 			r.With(s.requireBearer).Post("/logout", s.handleLogout) // rate class consumer, as a bearer route
 		})
@@ -266,6 +283,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.Post("/payment-methods/{paymentMethodID}/default", s.handlePaymentMethodDefault)
 		r.Delete("/payment-methods/{paymentMethodID}", s.handlePaymentMethodRemove)
 	})
+	r.Route("/sso", s.ssoAdminRoutes)
 	r.Get("/settings", s.handleAdminSettingsGet)
 	r.Patch("/settings", s.handleAdminSettingsUpdate)
 	r.Route("/api-keys", func(r chi.Router) {

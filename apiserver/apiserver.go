@@ -153,6 +153,8 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		Workflows:               deliveryWorkflows,
 		Tokens:                  tokens,
 		PortalURL:               cfg.PortalURL,
+		PublicURL:               cfg.PublicURL,
+		SSOPrivateNetworks:      cfg.SSOPrivateNetworks,
 		TemporalUIURL:           cfg.TemporalUIURL,
 		TemporalNamespace:       cfg.TemporalNamespace,
 		Mailer:                  mailer,

@@ -43,14 +43,24 @@ const ClockLeeway = 30 * time.Second
 const minKeyBytes = 32
 
 // Claims are a portal token's claims (API.md §2): sub (user id), acct, role, typ, jti, iat, exp,
-// and sid, the sign-in the token belongs to, which logout and refresh reuse revoke.
+// and sid, the sign-in the token belongs to, which logout and refresh reuse revoke. amr says how
+// the sign-in was made (RFC 8176's claim: ["pwd"] for a password, ["sso"] through an identity
+// provider, absent for links), and sso_conn names the SSO connection it went through.
 type Claims struct {
 	jwt.RegisteredClaims
-	Account string       `json:"acct,omitempty"`
-	Role    bgcheck.Role `json:"role"`
-	Type    TokenType    `json:"typ"`
-	Session string       `json:"sid"`
+	Account       string       `json:"acct,omitempty"`
+	Role          bgcheck.Role `json:"role"`
+	Type          TokenType    `json:"typ"`
+	Session       string       `json:"sid"`
+	AMR           []string     `json:"amr,omitempty"`
+	SSOConnection string       `json:"sso_conn,omitempty"`
 }
+
+// The authentication methods a token's amr may name.
+const (
+	MethodPassword = "pwd"
+	MethodSSO      = "sso"
+)
 
 // Tokens issues and checks portal JWTs with HMAC-SHA256. Tokens are signed with the current key
 // and carry its id in the kid header; previous keys still verify, so a key can be rotated without
@@ -107,6 +117,10 @@ type Subject struct {
 	AccountID string // "" for a consumer who belongs to no account
 	Role      bgcheck.Role
 	SessionID string
+	// Method is how the sign-in was made (MethodPassword, MethodSSO, or "" for a link), and
+	// SSOConnection the connection of an SSO sign-in; refreshed tokens keep both.
+	Method        string
+	SSOConnection string
 }
 
 // Issued is a signed token and what the issuer must remember of it.
@@ -130,6 +144,10 @@ func (t *Tokens) Issue(sub Subject, typ TokenType) (Issued, error) {
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 		},
 		Account: sub.AccountID, Role: sub.Role, Type: typ, Session: sub.SessionID,
+		SSOConnection: sub.SSOConnection,
+	}
+	if sub.Method != "" {
+		claims.AMR = []string{sub.Method}
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
 	tok.Header["kid"] = t.currentID

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ const (
 	DefaultHTTPAddr          = ":8080"
 	DefaultRetrySchedule     = "1m,5m,30m,2h,24h"
 	DefaultPortalURL         = "http://localhost:8080"
+	DefaultPublicURL         = "http://localhost:8080"
 	DefaultWorkerMetricsAddr = ":9090"
 	DefaultTemporalUIURL     = "http://127.0.0.1:8233"
 )
@@ -54,6 +56,12 @@ type Config struct {
 	RateLimits ratelimit.Limits
 	SMTPURL    string
 	PortalURL  string
+	// PublicURL is where browsers and identity providers reach the API (BGCHECK_PUBLIC_URL,
+	// default DefaultPublicURL): the base of SSO callback URLs and of the dashboard they return to.
+	PublicURL string
+	// SSOPrivateNetworks are the non-public networks an identity provider may be reached on
+	// (BGCHECK_SSO_PRIVATE_NETWORKS, CIDR prefixes): empty allows only public addresses.
+	SSOPrivateNetworks []netip.Prefix
 	// TemporalUIURL is where the admin dashboard links delivery workflows
 	// (BGCHECK_TEMPORAL_UI_URL, default DefaultTemporalUIURL).
 	TemporalUIURL  string
@@ -120,6 +128,7 @@ func FromEnv() (Config, error) {
 		RedisPrefix:         get("BGCHECK_REDIS_PREFIX", ratelimit.DefaultPrefix),
 		SMTPURL:             os.Getenv("BGCHECK_SMTP_URL"),
 		PortalURL:           get("BGCHECK_PORTAL_URL", DefaultPortalURL),
+		PublicURL:           strings.TrimRight(get("BGCHECK_PUBLIC_URL", DefaultPublicURL), "/"),
 		TemporalUIURL:       strings.TrimRight(get("BGCHECK_TEMPORAL_UI_URL", DefaultTemporalUIURL), "/"),
 		LogLevel:            get("BGCHECK_LOG_LEVEL", "info"),
 	}
@@ -171,6 +180,12 @@ func FromEnv() (Config, error) {
 	}
 	if _, err := ParseSchedule(c.RetrySchedule); err != nil {
 		return c, fmt.Errorf("BGCHECK_RETRY_SCHEDULE: %w", err)
+	}
+	if c.SSOPrivateNetworks, err = netguard.ParsePrefixes(os.Getenv("BGCHECK_SSO_PRIVATE_NETWORKS")); err != nil {
+		return c, fmt.Errorf("BGCHECK_SSO_PRIVATE_NETWORKS: %w", err)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return c, fmt.Errorf("BGCHECK_PUBLIC_URL: %q is not an absolute http(s) URL", c.PublicURL)
 	}
 	if c.TrustedProxies, err = netguard.ParsePrefixes(os.Getenv("BGCHECK_TRUSTED_PROXIES")); err != nil {
 		return c, fmt.Errorf("BGCHECK_TRUSTED_PROXIES: %w", err)

@@ -1,0 +1,148 @@
+package sso
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/crewjam/saml"
+	xrv "github.com/mattermost/xml-roundtrip-validator"
+)
+
+// MaxMetadataBytes bounds IdP metadata, pasted or fetched. Real metadata of one IdP is a few
+// kilobytes; federation aggregates of thousands of entities are not what a connection wants.
+const MaxMetadataBytes = 512 << 10
+
+// MetadataRefreshInterval is how old fetched metadata may grow before a sign-in fetches it
+// again; metadata whose validUntil has passed is fetched again at once.
+const MetadataRefreshInterval = 24 * time.Hour
+
+// IdPMetadata is what a connection needs from an identity provider's SAML metadata.
+type IdPMetadata struct {
+	EntityID string
+	// SSOURL is the IdP's HTTP-Redirect single sign-on service, where AuthnRequests go.
+	SSOURL string
+	// ValidUntil is the metadata's validUntil, or zero when it states none.
+	ValidUntil time.Time
+	// SigningCerts are the certificates assertions may be signed with (several during a
+	// rotation).
+	SigningCerts []*x509.Certificate
+
+	descriptor *saml.EntityDescriptor
+}
+
+// ParseIdPMetadata reads an IdP's metadata: an EntityDescriptor, or an EntitiesDescriptor that
+// holds exactly one IdP. It must name an entity id, an HTTP-Redirect SSO service and at least
+// one signing certificate.
+func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
+	if len(raw) > MaxMetadataBytes {
+		return nil, fmt.Errorf("is larger than %d bytes", MaxMetadataBytes)
+	}
+	if err := xrv.Validate(bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("is not well-formed XML: %v", err)
+	}
+	var ed saml.EntityDescriptor
+	if err := xml.Unmarshal(raw, &ed); err != nil || ed.XMLName.Local != "EntityDescriptor" {
+		var eds saml.EntitiesDescriptor
+		if err2 := xml.Unmarshal(raw, &eds); err2 != nil || eds.XMLName.Local != "EntitiesDescriptor" {
+			return nil, fmt.Errorf("is not SAML metadata (an EntityDescriptor)")
+		}
+		var idps []saml.EntityDescriptor
+		for _, e := range eds.EntityDescriptors {
+			if len(e.IDPSSODescriptors) > 0 {
+				idps = append(idps, e)
+			}
+		}
+		if len(idps) != 1 {
+			return nil, fmt.Errorf("describes %d identity providers; paste the metadata of exactly one", len(idps))
+		}
+		ed = idps[0]
+	}
+	if ed.EntityID == "" {
+		return nil, fmt.Errorf("names no entityID")
+	}
+	if len(ed.IDPSSODescriptors) == 0 {
+		return nil, fmt.Errorf("has no IDPSSODescriptor: it is not an identity provider's metadata")
+	}
+	md := &IdPMetadata{EntityID: ed.EntityID, ValidUntil: ed.ValidUntil, descriptor: &ed}
+	for _, d := range ed.IDPSSODescriptors {
+		for _, s := range d.SingleSignOnServices {
+			if s.Binding == saml.HTTPRedirectBinding && md.SSOURL == "" {
+				md.SSOURL = s.Location
+			}
+		}
+		for _, kd := range d.KeyDescriptors {
+			if kd.Use != "" && kd.Use != "signing" {
+				continue
+			}
+			for _, c := range kd.KeyInfo.X509Data.X509Certificates {
+				der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(c.Data), ""))
+				if err != nil {
+					return nil, fmt.Errorf("has a signing certificate that is not base64")
+				}
+				cert, err := x509.ParseCertificate(der)
+				if err != nil {
+					return nil, fmt.Errorf("has a signing certificate that cannot be parsed: %v", err)
+				}
+				md.SigningCerts = append(md.SigningCerts, cert)
+			}
+		}
+	}
+	if md.SSOURL == "" {
+		return nil, fmt.Errorf("offers no SingleSignOnService with the HTTP-Redirect binding")
+	}
+	if !strings.HasPrefix(md.SSOURL, "https://") && !strings.HasPrefix(md.SSOURL, "http://") {
+		return nil, fmt.Errorf("names a SingleSignOnService that is not an http(s) URL")
+	}
+	if len(md.SigningCerts) == 0 {
+		return nil, fmt.Errorf("has no signing certificate")
+	}
+	return md, nil
+}
+
+// FetchMetadata downloads metadata from url with client (the address guard applies), refusing
+// anything but http(s), an answer other than 200, and more than MaxMetadataBytes.
+func FetchMetadata(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
+		return nil, fmt.Errorf("must be an http or https URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("must be an http or https URL")
+	}
+	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml, text/xml")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("could not be fetched: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("answered %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxMetadataBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("could not be read: %v", err)
+	}
+	if len(body) > MaxMetadataBytes {
+		return nil, fmt.Errorf("is larger than %d bytes", MaxMetadataBytes)
+	}
+	return body, nil
+}
+
+// MetadataStale reports whether metadata fetched at fetchedAt, valid until validUntil (zero:
+// unstated), should be fetched again at now.
+func MetadataStale(fetchedAt, validUntil, now time.Time) bool {
+	if !validUntil.IsZero() && !now.Before(validUntil) {
+		return true
+	}
+	return now.Sub(fetchedAt) >= MetadataRefreshInterval
+}

@@ -1,0 +1,162 @@
+package sso
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/bgcheck/bgcheck"
+)
+
+// OIDCConfig is one connection's relying-party settings.
+type OIDCConfig struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	RedirectURL  string
+}
+
+// providerTTL is how long a discovered provider (its endpoints and key set) is reused before
+// discovery runs again; the key set itself re-fetches keys when it meets an unknown kid.
+const providerTTL = time.Hour
+
+// OIDC is the relying party of every OIDC connection, with one discovered provider per issuer.
+type OIDC struct {
+	client *http.Client
+	now    func() time.Time
+
+	mu        sync.Mutex
+	providers map[string]discovered
+}
+
+type discovered struct {
+	provider *oidc.Provider
+	at       time.Time
+}
+
+// NewOIDC returns a relying party that reaches providers with client.
+func NewOIDC(client *http.Client) *OIDC {
+	return &OIDC{client: client, now: time.Now, providers: map[string]discovered{}}
+}
+
+// withClient makes go-oidc and x/oauth2 use the guarded client.
+func (o *OIDC) withClient(ctx context.Context) context.Context {
+	return oidc.ClientContext(ctx, o.client)
+}
+
+// Discover fetches the issuer's discovery document (or reuses it for an hour). The issuer in
+// the document must be exactly the one configured.
+func (o *OIDC) Discover(ctx context.Context, issuer string) (*oidc.Provider, error) {
+	o.mu.Lock()
+	d, ok := o.providers[issuer]
+	o.mu.Unlock()
+	if ok && o.now().Sub(d.at) < providerTTL {
+		return d.provider, nil
+	}
+	// The provider keeps its context for fetching keys later: a background one, carrying only
+	// the client, whose timeout bounds each fetch.
+	p, err := oidc.NewProvider(o.withClient(context.WithoutCancel(ctx)), issuer)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	o.providers[issuer] = discovered{provider: p, at: o.now()}
+	o.mu.Unlock()
+	return p, nil
+}
+
+func (o *OIDC) oauth2Config(ctx context.Context, cfg OIDCConfig) (*oauth2.Config, *oidc.Provider, error) {
+	p, err := o.Discover(ctx, cfg.Issuer)
+	if err != nil {
+		return nil, nil, refuse("the identity provider's discovery document could not be read", err)
+	}
+	return &oauth2.Config{
+		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
+		Endpoint: p.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "email", "profile"},
+	}, p, nil
+}
+
+// AuthCodeURL is where the browser goes to sign in: an authorization request carrying state,
+// nonce and the S256 challenge of verifier.
+func (o *OIDC) AuthCodeURL(ctx context.Context, cfg OIDCConfig, state, nonce, verifier string) (string, error) {
+	oc, _, err := o.oauth2Config(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	return oc.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
+}
+
+// Exchange trades an authorization code for tokens, checks the ID token (signature, issuer,
+// audience, expiry, and the nonce, which go-oidc leaves to us) and returns who signed in. When
+// the ID token carries no e-mail, the userinfo endpoint is asked, and its subject must match.
+func (o *OIDC) Exchange(ctx context.Context, cfg OIDCConfig, code, verifier, nonce string) (bgcheck.SSOIdentity, error) {
+	oc, p, err := o.oauth2Config(ctx, cfg)
+	if err != nil {
+		return bgcheck.SSOIdentity{}, err
+	}
+	ctx = o.withClient(ctx)
+	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	if err != nil {
+		return bgcheck.SSOIdentity{}, refuse("the identity provider refused the authorization code", err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return bgcheck.SSOIdentity{}, refuse("the identity provider's token response has no ID token", nil)
+	}
+	idt, err := p.Verifier(&oidc.Config{ClientID: cfg.ClientID}).Verify(ctx, raw)
+	if err != nil {
+		return bgcheck.SSOIdentity{}, refuse("the ID token is not valid", err)
+	}
+	if idt.Nonce != nonce {
+		return bgcheck.SSOIdentity{}, refuse("the ID token's nonce is not the one this sign-in sent", nil)
+	}
+	var claims profileClaims
+	if err := idt.Claims(&claims); err != nil {
+		return bgcheck.SSOIdentity{}, refuse("the ID token's claims cannot be read", err)
+	}
+	if claims.Email == "" {
+		info, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		if err != nil {
+			return bgcheck.SSOIdentity{}, refuse("the identity provider's userinfo endpoint failed", err)
+		}
+		if info.Subject != idt.Subject {
+			return bgcheck.SSOIdentity{}, refuse("userinfo names another subject than the ID token", nil)
+		}
+		if err := info.Claims(&claims); err != nil {
+			return bgcheck.SSOIdentity{}, refuse("the userinfo claims cannot be read", err)
+		}
+	}
+	return bgcheck.SSOIdentity{Subject: idt.Subject, Email: claims.Email,
+		EmailVerified: bool(claims.EmailVerified), Name: claims.Name}, nil
+}
+
+type profileClaims struct {
+	Email         string       `json:"email"`
+	EmailVerified flexibleBool `json:"email_verified"`
+	Name          string       `json:"name"`
+}
+
+// flexibleBool reads true or "true": some providers (Amazon Cognito among them) send the
+// e-mail's verification as a string.
+type flexibleBool bool
+
+func (b *flexibleBool) UnmarshalJSON(data []byte) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	switch t := v.(type) {
+	case bool:
+		*b = flexibleBool(t)
+	case string:
+		parsed, _ := strconv.ParseBool(t)
+		*b = flexibleBool(parsed)
+	}
+	return nil
+}
