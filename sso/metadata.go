@@ -49,10 +49,15 @@ func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 		return nil, fmt.Errorf("is not well-formed XML: %v", err)
 	}
 	var ed saml.EntityDescriptor
-	if err := xml.Unmarshal(raw, &ed); err != nil || ed.XMLName.Local != "EntityDescriptor" {
+	switch rootElement(raw) {
+	case "EntityDescriptor":
+		if err := xml.Unmarshal(raw, &ed); err != nil {
+			return nil, fmt.Errorf("cannot be read: %v", err)
+		}
+	case "EntitiesDescriptor":
 		var eds saml.EntitiesDescriptor
-		if err2 := xml.Unmarshal(raw, &eds); err2 != nil || eds.XMLName.Local != "EntitiesDescriptor" {
-			return nil, fmt.Errorf("is not SAML metadata (an EntityDescriptor)")
+		if err := xml.Unmarshal(raw, &eds); err != nil {
+			return nil, fmt.Errorf("cannot be read: %v", err)
 		}
 		var idps []saml.EntityDescriptor
 		for _, e := range eds.EntityDescriptors {
@@ -61,9 +66,11 @@ func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 			}
 		}
 		if len(idps) != 1 {
-			return nil, fmt.Errorf("describes %d identity providers; paste the metadata of exactly one", len(idps))
+			return nil, fmt.Errorf("describes %d identity providers; give the metadata of exactly one", len(idps))
 		}
 		ed = idps[0]
+	default:
+		return nil, fmt.Errorf("is not SAML metadata (an EntityDescriptor)")
 	}
 	if ed.EntityID == "" {
 		return nil, fmt.Errorf("names no entityID")
@@ -145,4 +152,22 @@ func MetadataStale(fetchedAt, validUntil, now time.Time) bool {
 		return true
 	}
 	return now.Sub(fetchedAt) >= MetadataRefreshInterval
+}
+
+// rootElement is the local name of the document's first element in the SAML metadata
+// namespace, or "".
+func rootElement(raw []byte) string {
+	d := xml.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if se.Name.Space != "urn:oasis:names:tc:SAML:2.0:metadata" {
+				return ""
+			}
+			return se.Name.Local
+		}
+	}
 }

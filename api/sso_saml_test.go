@@ -1,0 +1,217 @@
+package api_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crewjam/saml"
+	dsig "github.com/russellhaering/goxmldsig"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/internal/dev/idptest"
+)
+
+// samlConnection connects account A to a fresh IdP for acme.test by its metadata URL, trusts our
+// service provider there, and adds users carol (an employee) and eve (e-mail elsewhere).
+func (s *ssoScene) samlConnection(extra map[string]any) (*idptest.SAMLIdP, ssoConnectionJSON) {
+	s.t.Helper()
+	idp := idptest.StartSAML(s.t)
+	idp.AddUser("carol", "carol-password", "carol@acme.test")
+	idp.AddUser("eve", "eve-password", "eve@elsewhere.test")
+	settings := map[string]any{"metadata_url": idp.URL + "/metadata"}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	c := decode[ssoConnectionJSON](s.t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
+		"protocol": "saml", "name": "Acme SAML", "enabled": true, "domains": []string{"acme.test"}, "saml": settings,
+	}), http.StatusCreated)
+	md := s.do("GET", "/api/v1/auth/sso/saml/"+c.ID+"/metadata", "", nil)
+	if md.Status != 200 || md.Header.Get("Content-Type") != "application/samlmetadata+xml" {
+		s.t.Fatalf("SP metadata: %d %s", md.Status, md.Body)
+	}
+	idp.AddServiceProvider("bgcheck", md.Body)
+	return idp, c
+}
+
+// samlLogin walks a browser to the IdP's answer: the auto-posting form that carries the
+// SAMLResponse to our ACS, not yet posted.
+func (s *ssoScene) samlLogin(b *idptest.Browser, email, user, password string) (acs string, form url.Values) {
+	s.t.Helper()
+	login := b.Get(s.t, s.startSSO(b, email))
+	answer := b.Submit(s.t, login, map[string]string{"user": user, "password": password})
+	action, values := answer.Form(s.t)
+	if values.Get("SAMLResponse") == "" {
+		s.t.Fatalf("the IdP did not answer with a SAMLResponse: %d %.400s", answer.Status, answer.Body)
+	}
+	return action.String(), values
+}
+
+// rewriteResponse changes the decoded SAML response of a form.
+func rewriteResponse(t *testing.T, form url.Values, change func(string) string) url.Values {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(form.Get("SAMLResponse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := change(string(raw))
+	if changed == string(raw) {
+		t.Fatal("the rewrite changed nothing")
+	}
+	out := url.Values{}
+	for k, v := range form {
+		out[k] = v
+	}
+	out.Set("SAMLResponse", base64.StdEncoding.EncodeToString([]byte(changed)))
+	return out
+}
+
+func TestSAMLSignInCreatesAnAdminThenFindsThemAgain(t *testing.T) {
+	s := newSSOScene(t)
+	idp, c := s.samlConnection(nil)
+	if c.SAML == nil || c.SAML.IdPEntityID != idp.URL+"/metadata" || c.SAML.MetadataURL == nil ||
+		c.SAML.ACSURL != s.srv.URL+"/api/v1/auth/sso/saml/"+c.ID+"/acs" || c.SAML.SPEntityID != c.SAML.SPMetadataURL || c.SAML.AllowIdPInitiated {
+		t.Fatalf("saml settings %+v", c.SAML)
+	}
+	b := s.browser()
+	acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+	_, claims := s.exchange(s.codeFrom(b.Post(t, acs, form)))
+	if len(claims.AMR) != 1 || claims.AMR[0] != "sso" || claims.SSOConnection != c.ID || claims.Account != s.a.ID || claims.Role != bgcheck.RoleAdmin {
+		t.Fatalf("claims %+v", claims)
+	}
+	// The same response posted again is refused: its sign-in is spent.
+	detail := wantRefused(t, b.Post(t, acs, form), 401, bgcheck.CodeSSOFailed)
+	if !strings.Contains(detail, "already used") {
+		t.Fatalf("replay detail %q", detail)
+	}
+	b2 := s.browser()
+	acs, form = s.samlLogin(b2, "carol@acme.test", "carol", "carol-password")
+	_, again := s.exchange(s.codeFrom(b2.Post(t, acs, form)))
+	if again.Subject != claims.Subject || s.countUsers("carol@acme.test") != 1 || s.countIdentities() != 1 {
+		t.Fatalf("second sign-in is %s, first %s", again.Subject, claims.Subject)
+	}
+}
+
+func TestSAMLSignInRefusals(t *testing.T) {
+	s := newSSOScene(t)
+	idp, c := s.samlConnection(nil)
+	refused := func(t *testing.T, b *idptest.Browser, acs string, form url.Values, want string) {
+		t.Helper()
+		detail := wantRefused(t, b.Post(t, acs, form), 401, bgcheck.CodeSSOFailed)
+		if !strings.Contains(detail, want) {
+			t.Fatalf("detail %q, want it to say %q", detail, want)
+		}
+		if s.countUsers("carol@acme.test")+s.countUsers("mallory@acme.test")+s.countIdentities() != 0 {
+			t.Fatal("a refused response created something")
+		}
+	}
+
+	t.Run("wrong password at the IdP", func(t *testing.T) {
+		b := s.browser()
+		login := b.Get(t, s.startSSO(b, "carol@acme.test"))
+		p := b.Submit(t, login, map[string]string{"user": "carol", "password": "wrong"})
+		if !strings.Contains(p.Body, "Invalid username or password") || strings.Contains(p.Body, "SAMLResponse\" value=\"P") {
+			t.Fatalf("the IdP did not refuse: %.300s", p.Body)
+		}
+	})
+	t.Run("tampered assertion", func(t *testing.T) {
+		b := s.browser()
+		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+		refused(t, b, acs, rewriteResponse(t, form, func(x string) string {
+			return strings.ReplaceAll(x, "carol@acme.test", "mallory@acme.test")
+		}), "signature")
+	})
+	t.Run("an assertion that is not signed itself", func(t *testing.T) {
+		b := s.browser()
+		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+		refused(t, b, acs, rewriteResponse(t, form, func(x string) string {
+			// The Response's signature comes first, the assertion's own last: drop that one.
+			starts := regexp.MustCompile(`<ds:Signature[ >]`).FindAllStringIndex(x, -1)
+			if len(starts) != 2 {
+				t.Fatalf("%d signatures in the response", len(starts))
+			}
+			k := starts[1][0]
+			end := strings.Index(x[k:], "</ds:Signature>") + len("</ds:Signature>")
+			return x[:k] + x[k+end:]
+		}), "not signed")
+	})
+	t.Run("SHA-1 signatures", func(t *testing.T) {
+		idp.Server.IDP.SignatureMethod = dsig.RSASHA1SignatureMethod
+		defer func() { idp.Server.IDP.SignatureMethod = dsig.RSASHA256SignatureMethod }()
+		b := s.browser()
+		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+		refused(t, b, acs, form, "RSA-SHA256 or stronger")
+	})
+	t.Run("expired assertion", func(t *testing.T) {
+		b := s.browser()
+		login := b.Get(t, s.startSSO(b, "carol@acme.test"))
+		// The IdP's clock is ten minutes behind: its assertion is stale when it arrives.
+		saml.TimeNow = func() time.Time { return time.Now().Add(-10 * time.Minute) }
+		answer := b.Submit(t, login, map[string]string{"user": "carol", "password": "carol-password"})
+		saml.TimeNow = time.Now
+		action, form := answer.Form(t)
+		refused(t, b, action.String(), form, "expired")
+	})
+	t.Run("an e-mail outside the connection's domains", func(t *testing.T) {
+		b := s.browser()
+		acs, form := s.samlLogin(b, "someone@acme.test", "eve", "eve-password")
+		refused(t, b, acs, form, "outside this connection's domains")
+	})
+	t.Run("a response without a sign-in, IdP-initiated being off", func(t *testing.T) {
+		b := s.browser()
+		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+		form.Del("RelayState")
+		refused(t, b, acs, form, "unknown")
+	})
+	t.Run("wrong audience", func(t *testing.T) {
+		// Another service provider's assertion, delivered to our ACS: the IdP trusts a second
+		// SP, with our ACS URL but its own entity id, and signs in to it unprompted.
+		md := s.do("GET", "/api/v1/auth/sso/saml/"+c.ID+"/metadata", "", nil).Body
+		other := strings.Replace(string(md), `entityID="`+c.SAML.SPEntityID+`"`, `entityID="https://other.example/sp"`, 1)
+		idp.AddServiceProvider("other", []byte(other))
+		idp.AddShortcut("other", "https://other.example/sp")
+		decode[ssoConnectionJSON](t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA,
+			map[string]any{"saml": map[string]any{"allow_idp_initiated": true}}), 200)
+		defer s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"saml": map[string]any{"allow_idp_initiated": false}})
+		b := s.browser()
+		acs, form := idp.SignInIdPInitiated(t, b, "other", "carol", "carol-password")
+		refused(t, b, acs, form, "AudienceRestriction")
+	})
+}
+
+func TestSAMLIdPInitiatedSignInWithReplayCache(t *testing.T) {
+	s := newSSOScene(t)
+	idp, c := s.samlConnection(map[string]any{"allow_idp_initiated": true})
+	idp.AddShortcut("bgcheck", c.SAML.SPEntityID)
+	b := s.browser()
+	acs, form := idp.SignInIdPInitiated(t, b, "bgcheck", "carol", "carol-password")
+	if form.Get("RelayState") != "" {
+		t.Fatalf("IdP-initiated response with RelayState %q", form.Get("RelayState"))
+	}
+	s.exchange(s.codeFrom(b.Post(t, acs, form)))
+	detail := wantRefused(t, b.Post(t, acs, form), 401, bgcheck.CodeSSOFailed)
+	if !strings.Contains(detail, "presented before") {
+		t.Fatalf("replay detail %q", detail)
+	}
+}
+
+func TestSAMLMetadataPastedAsXML(t *testing.T) {
+	s := newSSOScene(t)
+	idp := idptest.StartSAML(t)
+	c := decode[ssoConnectionJSON](t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
+		"protocol": "saml", "domains": []string{"acme.test"}, "saml": map[string]any{"metadata_xml": string(idp.Metadata())},
+	}), http.StatusCreated)
+	if c.SAML.MetadataURL != nil || c.SAML.IdPEntityID != idp.URL+"/metadata" || c.Enabled {
+		t.Fatalf("saml %+v enabled %v", c.SAML, c.Enabled)
+	}
+	wantFieldError(t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminB, map[string]any{
+		"protocol": "saml", "domains": []string{"b.test"}, "saml": map[string]any{"metadata_xml": "<nope/>"}}), "saml.metadata_xml")
+	wantFieldError(t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminB, map[string]any{
+		"protocol": "saml", "domains": []string{"b.test"}, "saml": map[string]any{"metadata_url": idp.URL + "/nothing-here"}}), "saml.metadata_url")
+	wantFieldError(t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminB, map[string]any{
+		"protocol": "saml", "domains": []string{"b.test"}, "saml": map[string]any{"metadata_url": "https://10.1.2.3/metadata"}}), "saml.metadata_url")
+}
