@@ -23,15 +23,7 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 	}
 }
 
-func signIn(url, email string) chromedp.Tasks {
-	return chromedp.Tasks{
-		chromedp.Navigate(url + "/dashboard/"),
-		chromedp.WaitVisible("#email", chromedp.ByQuery),
-		chromedp.SendKeys("#email", email, chromedp.ByQuery),
-		chromedp.SendKeys("#password", adminPassword, chromedp.ByQuery),
-		chromedp.Click("#signin-submit", chromedp.ByQuery),
-	}
-}
+func signIn(url, email string) chromedp.Tasks { return browsertest.SignIn(url, email, adminPassword) }
 
 // TestDashboardInTheBrowser drives the admin dashboard in headless Chromium against a real API and
 // PostgreSQL. Redelivery is checked up to what the API does (the delivery is pending again and

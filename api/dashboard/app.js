@@ -83,8 +83,15 @@ async function api(method, path, body, retried) {
   if (res.status === 401) { signedOut('Sign in to continue.'); throw new Error('signed out'); }
   const data = res.status === 204 ? null : await res.json().catch(() => null);
   if (res.status === 403) throw new AdminOnly('This dashboard is for admins.');
-  if (!res.ok) throw new Error((data && (data.detail || data.title)) || ('HTTP ' + res.status));
+  if (!res.ok) throw new Error(describeProblem(data, res.status));
   return data;
+}
+
+// describeProblem turns a problem+json answer into one line, naming each invalid field.
+function describeProblem(data, status) {
+  if (!data) return 'HTTP ' + status;
+  const fields = (data.errors || []).map((f) => f.field + ' ' + f.message);
+  return fields.length ? fields.join('; ') : (data.detail || data.title || 'HTTP ' + status);
 }
 
 function signedOut(message) {
@@ -95,9 +102,22 @@ function signedOut(message) {
   showMessage(message || '', message ? 'info' : '');
 }
 
+// signIn is e-mail first: a domain with single sign-on goes to its identity provider; any other
+// asks for the password. The link under the form asks for it at once (the break-glass admin of an
+// account that requires SSO signs in that way).
 async function signIn(ev) {
   ev.preventDefault();
   showMessage('');
+  if ($('password-row').hidden) {
+    const res = await fetch('/api/v1/auth/sso/start', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: $('email').value }),
+    });
+    const data = await res.json().catch(() => null);
+    if (res.ok) { location.assign(data.redirect_url); return; }
+    if (!data || data.code !== 'sso_not_configured') { showMessage((data && data.detail) || 'Sign-in failed.'); return; }
+    askPassword();
+    return;
+  }
   const res = await fetch('/api/v1/auth/login', {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ email: $('email').value, password: $('password').value }),
@@ -106,6 +126,26 @@ async function signIn(ev) {
   if (!res.ok) { showMessage((data && data.detail) || 'Sign-in failed.'); return; }
   saveTokens(data);
   $('password').value = '';
+  await start();
+}
+
+function askPassword() {
+  $('password-row').hidden = false;
+  $('use-password').hidden = true;
+  $('signin-submit').textContent = 'Sign in';
+  $('password').focus();
+}
+
+// finishSSO trades the one-time code an SSO sign-in returned with (#/sso?code=…) for tokens;
+// the code leaves the address bar at once.
+async function finishSSO(code) {
+  history.replaceState(null, '', location.pathname + '#/overview');
+  const res = await fetch('/api/v1/auth/sso/exchange', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ code }),
+  });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) { signedOut((data && data.detail) || 'Single sign-on failed.'); return; }
+  saveTokens(data);
   await start();
 }
 
@@ -437,7 +477,7 @@ async function viewDispute(view, id) {
     action);
 }
 
-async function viewSettings(view) {
+async function viewSettings(view, params) {
   const st = await api('GET', '/admin/settings');
   const days = el('input', { name: 'adverse_action_waiting_days', id: 'waiting-days', type: 'number', min: '5', max: '30', value: String(st.adverse_action_waiting_days) });
   const form = el('form', { class: 'filters', id: 'settings-form' },
@@ -450,7 +490,99 @@ async function viewSettings(view) {
     } catch (e) { failed(e); }
   });
   view.replaceChildren(el('h1', {}, 'Settings'), form,
-    el('p', {}, 'Applies to adverse actions created from now on without waiting_days; the FCRA asks for at least 5.'));
+    el('p', {}, 'Applies to adverse actions created from now on without waiting_days; the FCRA asks for at least 5.'),
+    await ssoSettings(params));
+}
+
+// ssoSettings is Settings → SSO: the account's connections, a form for a new one, and the
+// requirement that admins sign in through SSO.
+async function ssoSettings(params) {
+  const [list, enforcement] = await Promise.all([api('GET', '/admin/sso/connections'), api('GET', '/admin/sso/enforcement')]);
+  const tested = params && params.get('sso_test');
+  const section = el('section', { id: 'sso' }, el('h2', {}, 'Single sign-on'));
+  for (const c of list.data) {
+    if (c.id === tested && c.last_test) {
+      showMessage((c.last_test.ok ? 'Test passed: ' : 'Test failed: ') + c.last_test.detail, c.last_test.ok ? 'info' : '');
+    }
+    section.append(ssoConnectionCard(c));
+  }
+  const required = el('input', { type: 'checkbox', id: 'sso-required' });
+  required.checked = enforcement.required;
+  const enforce = el('form', { class: 'filters', id: 'sso-enforcement' },
+    el('label', {}, 'Require SSO for every admin (but the break-glass admin)', required),
+    el('button', { type: 'submit' }, 'Save'));
+  enforce.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    try {
+      const e = await api('PATCH', '/admin/sso/enforcement', { required: required.checked });
+      showMessage(e.required ? 'SSO is now required; the break-glass admin is ' + e.break_glass_user_id + '.' : 'SSO is no longer required.', 'info');
+    } catch (e) { failed(e); required.checked = !required.checked; }
+  });
+  section.append(enforce, newConnectionForm(list.data));
+  return section;
+}
+
+function ssoConnectionCard(c) {
+  const ours = c.protocol === 'oidc'
+    ? [['Redirect URI', c.oidc.redirect_uri], ['Issuer', c.oidc.issuer], ['Client ID', c.oidc.client_id]]
+    : [['SP entity ID', c.saml.sp_entity_id], ['ACS URL', c.saml.acs_url], ['SP metadata', c.saml.sp_metadata_url],
+      ['IdP entity ID', c.saml.idp_entity_id], ['IdP metadata URL', c.saml.metadata_url || '(pasted XML)']];
+  const act = (label, id, fn) => el('button', { type: 'button', id, onclick: () => fn().catch(failed) }, label);
+  return el('div', { class: 'card sso-connection', 'data-id': c.id },
+    el('h3', {}, (c.name || c.protocol.toUpperCase()) + ' — ' + c.protocol.toUpperCase() + (c.enabled ? ' (enabled)' : ' (disabled)')),
+    el('p', {}, 'Domains: ' + c.domains.join(', ') + '. Last sign-in: ' + when(c.last_sign_in_at) + '.'),
+    c.last_test ? el('p', { class: 'sso-last-test' }, (c.last_test.ok ? 'Last test passed' : 'Last test failed') + ' (' + when(c.last_test.at) + '): ' + c.last_test.detail) : null,
+    table(['Setting', 'Value'], ours.map(([k, v]) => el('tr', {}, el('td', {}, k), el('td', { class: 'snippet' }, v)))),
+    act(c.enabled ? 'Disable' : 'Enable', 'sso-toggle-' + c.protocol, async () => { await api('PATCH', '/admin/sso/connections/' + c.id, { enabled: !c.enabled }); route(); }),
+    ' ',
+    act('Test connection', 'sso-test-' + c.protocol, async () => {
+      const t = await api('POST', '/admin/sso/connections/' + c.id + '/test');
+      location.assign(t.redirect_url);
+    }),
+    ' ',
+    act('Delete', 'sso-delete-' + c.protocol, async () => {
+      if (!confirm('Delete this connection? Its users keep their accounts but sign in another way.')) return;
+      await api('DELETE', '/admin/sso/connections/' + c.id); route();
+    }));
+}
+
+function newConnectionForm(existing) {
+  const have = new Set(existing.map((c) => c.protocol));
+  const free = ['oidc', 'saml'].filter((p) => !have.has(p));
+  if (free.length === 0) return el('p', {}, 'The account has both an OIDC and a SAML connection.');
+  const protocol = el('select', { id: 'sso-protocol' }, ...free.map((p) => el('option', { value: p }, p.toUpperCase())));
+  const field = (id, label, attrs) => el('label', { id: id + '-row' }, label, el('input', Object.assign({ id }, attrs || {})));
+  const form = el('form', { id: 'sso-new', class: 'filters' },
+    el('label', {}, 'Protocol', protocol),
+    field('sso-name', 'Name'),
+    field('sso-domains', 'E-mail domains (comma-separated)', { required: '' }),
+    field('sso-issuer', 'OIDC issuer'), field('sso-client-id', 'Client ID'),
+    field('sso-client-secret', 'Client secret', { type: 'password', autocomplete: 'off' }),
+    field('sso-metadata-url', 'IdP metadata URL'),
+    el('label', { id: 'sso-metadata-xml-row' }, 'or IdP metadata XML', el('textarea', { id: 'sso-metadata-xml', rows: '3' })),
+    el('label', {}, 'Enabled', el('input', { type: 'checkbox', id: 'sso-enabled' })),
+    el('button', { type: 'submit', id: 'sso-create' }, 'Add connection'));
+  const show = () => {
+    const oidc = protocol.value === 'oidc';
+    for (const id of ['sso-issuer', 'sso-client-id', 'sso-client-secret']) form.querySelector('#' + id + '-row').hidden = !oidc;
+    for (const id of ['sso-metadata-url', 'sso-metadata-xml']) form.querySelector('#' + id + '-row').hidden = oidc;
+  };
+  protocol.addEventListener('change', show);
+  show();
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const v = (id) => form.querySelector('#' + id).value.trim();
+    const body = { protocol: protocol.value, name: v('sso-name'), enabled: form.querySelector('#sso-enabled').checked,
+      domains: v('sso-domains').split(',').map((d) => d.trim()).filter(Boolean) };
+    if (body.protocol === 'oidc') body.oidc = { issuer: v('sso-issuer'), client_id: v('sso-client-id'), client_secret: v('sso-client-secret') };
+    else body.saml = v('sso-metadata-url') ? { metadata_url: v('sso-metadata-url') } : { metadata_xml: v('sso-metadata-xml') };
+    try {
+      await api('POST', '/admin/sso/connections', body);
+      showMessage('Connection added: give the identity provider the values shown, then test it.', 'info');
+      route();
+    } catch (e) { failed(e); }
+  });
+  return el('div', {}, el('h3', {}, 'Add a connection'), form);
 }
 
 async function viewDelivery(view, id) {
@@ -558,7 +690,7 @@ async function route() {
     else if (path === '/adverse-actions') { name = 'adverse-actions'; await viewAdverseActions(view, params); }
     else if (path === '/disputes') { name = 'disputes'; await viewDisputes(view, params); }
     else if (path.startsWith('/disputes/')) { name = 'dispute'; await viewDispute(view, decodeURIComponent(path.slice('/disputes/'.length))); }
-    else if (path === '/settings') { name = 'settings'; await viewSettings(view); }
+    else if (path === '/settings') { name = 'settings'; await viewSettings(view, params); }
     else if (path === '/billing') { name = 'billing'; await viewBilling(view); }
     else if (path.startsWith('/invoices/')) { name = 'invoice'; await viewInvoice(view, decodeURIComponent(path.slice('/invoices/'.length))); }
     else if (path === '/keys') { name = 'keys'; await viewKeys(view); }
@@ -578,5 +710,15 @@ document.addEventListener('DOMContentLoaded', async () => {
     if (a && a.getAttribute('href') === location.hash) { showMessage(''); route(); }
   });
   try { config = await (await fetch('config.json')).json(); } catch (e) { /* keep the default */ }
+  $('use-password').addEventListener('click', (ev) => { ev.preventDefault(); askPassword(); });
+  const [path, query] = location.hash.slice(1).split('?');
+  const params = new URLSearchParams(query || '');
+  if (path === '/sso' && params.get('code')) { await finishSSO(params.get('code')); return; }
+  if (path === '/signin' && params.get('sso_error')) {
+    clearSession();
+    history.replaceState(null, '', location.pathname);
+    signedOut('Single sign-on failed: ' + params.get('sso_error'));
+    return;
+  }
   if (store.getItem('access_token')) await start(); else signedOut();
 });

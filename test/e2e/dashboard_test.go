@@ -57,11 +57,7 @@ func TestDashboardRedeliversAFailedDeliveryToSuccess(t *testing.T) {
 
 	var status string
 	if err := chromedp.Run(tab,
-		chromedp.Navigate(s.apiURL+"/dashboard/"),
-		chromedp.WaitVisible("#email", chromedp.ByQuery),
-		chromedp.SendKeys("#email", "admin@e2e.test", chromedp.ByQuery),
-		chromedp.SendKeys("#password", password, chromedp.ByQuery),
-		chromedp.Click("#signin-submit", chromedp.ByQuery),
+		browsertest.SignIn(s.apiURL, "admin@e2e.test", password),
 		chromedp.WaitVisible(`#failed-deliveries a.delivery-link`, chromedp.ByQuery),
 		chromedp.Click(`#failed-deliveries a.delivery-link`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#delivery-status.status-failed`, chromedp.ByQuery),

@@ -54,3 +54,17 @@ func Start(t *testing.T) (context.Context, func() context.Context) {
 	}
 	return withTimeout(first), newTab
 }
+
+// SignIn signs in on the dashboard at baseURL with a password: the e-mail first, then, as the
+// e-mail's domain has no single sign-on, the password.
+func SignIn(baseURL, email, password string) chromedp.Tasks {
+	return chromedp.Tasks{
+		chromedp.Navigate(baseURL + "/dashboard/"),
+		chromedp.WaitVisible("#email", chromedp.ByQuery),
+		chromedp.SendKeys("#email", email, chromedp.ByQuery),
+		chromedp.Click("#signin-submit", chromedp.ByQuery),
+		chromedp.WaitVisible("#password", chromedp.ByQuery),
+		chromedp.SendKeys("#password", password, chromedp.ByQuery),
+		chromedp.Click("#signin-submit", chromedp.ByQuery),
+	}
+}

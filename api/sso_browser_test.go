@@ -1,0 +1,56 @@
+package api_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/bgcheck/bgcheck/internal/dev/browsertest"
+)
+
+// TestDashboardSSOSignInInTheBrowser walks the dashboard's single sign-on in headless Chromium:
+// the e-mail first, the identity provider's own login page, and back to the dashboard signed
+// in; then the admin finds the connection on Settings → SSO, and a password admin of another
+// domain still gets the password field.
+func TestDashboardSSOSignInInTheBrowser(t *testing.T) {
+	tab, newTab := browsertest.Start(t)
+	s := newSSOScene(t)
+	_, c := s.oidcConnection()
+	url := s.srv.URL
+
+	var who, settings, location string
+	run(t, tab, "sign in through the identity provider",
+		chromedp.Navigate(url+"/dashboard/"),
+		chromedp.WaitVisible("#email", chromedp.ByQuery),
+		chromedp.SendKeys("#email", "alice@acme.test", chromedp.ByQuery),
+		chromedp.Click("#signin-submit", chromedp.ByQuery),
+		// The provider's login form, on its own origin.
+		chromedp.WaitVisible(`input[name="username"]`, chromedp.ByQuery),
+		chromedp.SendKeys(`input[name="username"]`, "alice", chromedp.ByQuery),
+		chromedp.SendKeys(`input[name="password"]`, "alice-password", chromedp.ByQuery),
+		chromedp.Click(`button[type="submit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#hourly-chart`, chromedp.ByQuery),
+		chromedp.Text("#who", &who, chromedp.ByQuery),
+		chromedp.Location(&location),
+		chromedp.Click(`a[href="#/settings"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#sso .sso-connection`, chromedp.ByQuery),
+		chromedp.Text("#sso", &settings, chromedp.ByQuery))
+	if who != "alice@acme.test" {
+		t.Fatalf("signed in as %q", who)
+	}
+	if !strings.Contains(settings, c.OIDC.RedirectURI) || !strings.Contains(settings, "acme.test") {
+		t.Fatalf("the SSO settings read %q", settings)
+	}
+	if strings.Contains(location, "code=") {
+		t.Fatalf("the one-time code stayed in the address bar: %s", location)
+	}
+
+	// Another domain has no SSO: the password field appears and works.
+	other := newTab()
+	run(t, other, "sign in with a password", browsertest.SignIn(url, "owner@b.test", adminPassword),
+		chromedp.WaitVisible(`#hourly-chart`, chromedp.ByQuery), chromedp.Text("#who", &who, chromedp.ByQuery))
+	if who != "owner@b.test" {
+		t.Fatalf("signed in as %q", who)
+	}
+}
