@@ -152,6 +152,14 @@ func TestOIDCSignInRefusals(t *testing.T) {
 			t.Fatalf("detail %q", detail)
 		}
 	})
+	t.Run("an ID token changed after signing", func(t *testing.T) {
+		op.TamperIDTokens(true)
+		defer op.TamperIDTokens(false)
+		detail := wantRefused(t, s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"), 401, bgcheck.CodeSSOFailed)
+		if !strings.Contains(detail, "ID token is not valid") || s.countUsers("alice@acme.test") != 0 {
+			t.Fatalf("detail %q", detail)
+		}
+	})
 	t.Run("an unknown state", func(t *testing.T) {
 		p := s.browser().Get(t, c.OIDC.RedirectURI+"?code=made-up&state=made-up")
 		wantRefused(t, p, 401, bgcheck.CodeSSOFailed)

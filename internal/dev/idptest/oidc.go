@@ -1,10 +1,14 @@
 package idptest
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
@@ -20,6 +24,44 @@ type OIDCProvider struct {
 	users   *users
 	clients map[string]*storage.Client
 	mu      sync.Mutex
+	tamper  atomic.Bool
+}
+
+// TamperIDTokens makes the token endpoint answer with ID tokens whose claims were changed
+// after signing (the audience becomes another client's), as a forger would.
+func (p *OIDCProvider) TamperIDTokens(on bool) { p.tamper.Store(on) }
+
+// tamperer rewrites the ID token of token responses while p.tamper is on.
+func (p *OIDCProvider) tamperer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.tamper.Load() || r.URL.Path != "/oauth/token" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		var body map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err == nil {
+			if tok, ok := body["id_token"].(string); ok {
+				parts := strings.Split(tok, ".")
+				if payload, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+					var claims map[string]any
+					_ = json.Unmarshal(payload, &claims)
+					claims["aud"] = []string{"another-client"}
+					changed, _ := json.Marshal(claims)
+					parts[1] = base64.RawURLEncoding.EncodeToString(changed)
+					body["id_token"] = strings.Join(parts, ".")
+				}
+			}
+		}
+		for k, v := range rec.Header() {
+			if k != "Content-Length" {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(rec.Code)
+		_ = json.NewEncoder(w).Encode(body)
+	})
 }
 
 // StartOIDC runs a provider until the test ends.
@@ -32,7 +74,7 @@ func StartOIDC(t testing.TB) *OIDCProvider {
 	p := &OIDCProvider{Issuer: "http://" + ln.Addr().String(), users: &users{byID: map[string]*storage.User{}},
 		clients: map[string]*storage.Client{}}
 	st := storage.NewStorageWithClients(p.users, p.clients)
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: exampleop.SetupServer(p.Issuer, st, nil, false)}}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: p.tamperer(exampleop.SetupServer(p.Issuer, st, nil, false))}}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return p

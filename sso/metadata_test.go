@@ -1,0 +1,71 @@
+package sso
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testCert = `MIIBkTCB+6ADAgECAgEBMA0GCSqGSIb3DQEBCwUAMA8xDTALBgNVBAMTBGlkcDEwHhcNMjYwMTAxMDAwMDAwWhcNMzYwMTAxMDAwMDAwWjAPMQ0wCwYDVQQDEwRpZHAxMIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQC7`
+
+func idpMetadata(entityID, binding, keyInfo string) string {
+	return `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="` + entityID + `">
+  <IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">` + keyInfo + `
+    <SingleSignOnService Binding="` + binding + `" Location="https://idp.example.com/sso"/>
+  </IDPSSODescriptor>
+</EntityDescriptor>`
+}
+
+func TestParseIdPMetadataRefusesWhatCannotWork(t *testing.T) {
+	redirect := "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect"
+	for _, tc := range []struct {
+		name, xml, want string
+	}{
+		{"not metadata", `<html/>`, "is not SAML metadata"},
+		{"not XML", `<EntityDescriptor`, "not well-formed"},
+		{"no entity id", idpMetadata("", redirect, ""), "names no entityID"},
+		{"an SP, not an IdP", `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="x"><SPSSODescriptor/></EntityDescriptor>`, "no IDPSSODescriptor"},
+		{"POST binding only", idpMetadata("https://idp.example.com", "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST", ""), "HTTP-Redirect"},
+		{"no signing certificate", idpMetadata("https://idp.example.com", redirect, ""), "no signing certificate"},
+		{"a certificate that is not one", idpMetadata("https://idp.example.com", redirect,
+			`<KeyDescriptor use="signing"><KeyInfo xmlns="http://www.w3.org/2000/09/xmldsig#"><X509Data><X509Certificate>`+testCert+`</X509Certificate></X509Data></KeyInfo></KeyDescriptor>`), "cannot be parsed"},
+		{"two IdPs in one aggregate", `<EntitiesDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata">` +
+			idpMetadata("a", redirect, "") + idpMetadata("b", redirect, "") + `</EntitiesDescriptor>`, "describes 2 identity providers"},
+		{"too large", `<x>` + strings.Repeat(" ", MaxMetadataBytes) + `</x>`, "larger than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseIdPMetadata([]byte(tc.xml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMetadataStale(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		fetched, until time.Time
+		stale          bool
+	}{
+		{now.Add(-time.Hour), time.Time{}, false},
+		{now.Add(-25 * time.Hour), time.Time{}, true},
+		{now.Add(-time.Hour), now.Add(-time.Minute), true},
+		{now.Add(-time.Hour), now.Add(time.Hour), false},
+	} {
+		if got := MetadataStale(tc.fetched, tc.until, now); got != tc.stale {
+			t.Errorf("fetched %s, valid until %s: stale %v, want %v", tc.fetched, tc.until, got, tc.stale)
+		}
+	}
+}
+
+func TestEmailVerifiedAsBoolOrString(t *testing.T) {
+	for raw, want := range map[string]bool{`{"email_verified":true}`: true, `{"email_verified":"true"}`: true,
+		`{"email_verified":false}`: false, `{"email_verified":"false"}`: false, `{}`: false} {
+		var c profileClaims
+		if err := json.Unmarshal([]byte(raw), &c); err != nil || bool(c.EmailVerified) != want {
+			t.Errorf("%s: %v, %v", raw, c.EmailVerified, err)
+		}
+	}
+}
