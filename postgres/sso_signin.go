@@ -99,7 +99,20 @@ type SSOSignIn struct {
 // the connection provisions just in time, a new admin of that account. A user of another
 // account, or a consumer, with the e-mail is never the answer. The caller has checked that the
 // e-mail is verified and in the connection's domains.
+//
+// Two first sign-ins of one person at once both find nobody and both create: the loser's
+// transaction fails on a unique key and runs again, finding what the winner made.
 func (db *DB) SignInWithSSO(ctx context.Context, conn *bgcheck.SSOConnection, id bgcheck.SSOIdentity) (*SSOSignIn, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := db.signInWithSSO(ctx, conn, id)
+		if attempt < 2 && (bgcheck.ErrorCode(err) == bgcheck.CodeEmailTaken || isUniqueViolation(err, "sso_identities_pkey")) {
+			continue
+		}
+		return out, err
+	}
+}
+
+func (db *DB) signInWithSSO(ctx context.Context, conn *bgcheck.SSOConnection, id bgcheck.SSOIdentity) (*SSOSignIn, error) {
 	var out *SSOSignIn
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		out = nil
