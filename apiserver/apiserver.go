@@ -71,11 +71,6 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		log.Info("sealed plaintext webhook secrets", "endpoints", n)
 	}
 
-	schedule, err := config.ParseSchedule(cfg.RetrySchedule)
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	tokens, err := signingKeys(cfg, log)
 	if err != nil {
 		ln.Close()
@@ -104,8 +99,9 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	registry.MustRegister(metrics.NewUndispatched(db.CountUndispatched, 2*time.Second))
 	registry.MustRegister(metrics.NewOldestPending(db.OldestPendingDelivery, 2*time.Second))
 
-	// The Temporal client connects lazily: the API accepts events while Temporal is down, and the
-	// dispatcher starts their workflows once it is back.
+	// The Temporal client connects lazily: the API accepts events while Temporal is down. It only
+	// asks Temporal whether a delivery's workflow still runs (redelivery) and whether Temporal
+	// answers (/readyz): workers dispatch the outbox and start workflows.
 	tc, err := client.NewLazyClient(client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
 		Logger: tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
@@ -115,19 +111,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 		return err
 	}
 	defer tc.Close()
-	dispatchCtx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
-	dispatchDone := make(chan struct{})
-	deliveryWorkflows := dispatcher.New(db, tc, dispatcher.Options{Schedule: schedule, Metrics: counters, EndpointDisableAfter: cfg.EndpointDisableAfter}, log.With("component", "dispatcher"))
-	go func() {
-		defer close(dispatchDone)
-		deliveryWorkflows.Run(dispatchCtx)
-	}()
-	// Reconciliation with Temporal: every instance runs it; an advisory lock lets one work.
-	reconcileDone := make(chan struct{})
-	go func() {
-		defer close(reconcileDone)
-		dispatcher.NewReconciler(db, tc, log.With("component", "reconciler")).Run(dispatchCtx, time.Minute)
-	}()
+	deliveryWorkflows := dispatcher.New(db, tc, dispatcher.Options{}, log.With("component", "dispatcher"))
 
 	// Retention: every instance runs it; the lock in Prune lets one at a time delete.
 	pruneCtx, stopPrune := context.WithCancel(context.WithoutCancel(ctx))
@@ -176,11 +160,8 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	}
 	handler.Wait() // magic-link mails in flight
 	stopFlush()
-	stopDispatch()
 	stopPrune() // a prune in progress stops between batches; what it deleted stays deleted
 	<-flushDone // the last record of key use is written before the pool closes
-	<-dispatchDone
-	<-reconcileDone
 	<-pruneDone
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

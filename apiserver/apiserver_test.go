@@ -56,7 +56,6 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	for _, want := range []string{
 		`bgcheck_http_requests_total{method="GET",route="/readyz",status="503"} 1` + "\n",
 		"bgcheck_deliveries_undispatched 0\n",
-		`bgcheck_dispatcher_workflow_starts_total{result="ok"} 0` + "\n",
 		"\ngo_goroutines ",
 	} {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {

@@ -17,7 +17,6 @@ type API struct {
 	rateLimited       *prometheus.CounterVec
 	eventsAccepted    *prometheus.CounterVec
 	deliveriesCreated prometheus.Counter
-	workflowStarts    *prometheus.CounterVec
 }
 
 // NewAPI registers the API's metrics in reg.
@@ -44,16 +43,8 @@ func NewAPI(reg prometheus.Registerer) *API {
 			Namespace: namespace, Name: "deliveries_created_total",
 			Help: "Deliveries written for new events (one per subscribed endpoint) by this instance.",
 		}),
-		workflowStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "dispatcher_workflow_starts_total",
-			Help: "Delivery workflow starts by the dispatcher, by result: ok (started, or found already started) or failed (retried next round).",
-		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.requestDuration, m.rateLimited, m.eventsAccepted, m.deliveriesCreated, m.workflowStarts)
-	// Series that exist from the start, so rates and alerts see zeros rather than nothing.
-	for _, r := range []string{"ok", "failed"} {
-		m.workflowStarts.WithLabelValues(r)
-	}
+	reg.MustRegister(m.requests, m.requestDuration, m.rateLimited, m.eventsAccepted, m.deliveriesCreated)
 	return m
 }
 
@@ -95,13 +86,4 @@ func (m *API) EventAccepted(eventType string, deliveries int) {
 	}
 	m.eventsAccepted.WithLabelValues(eventType).Inc()
 	m.deliveriesCreated.Add(float64(deliveries))
-}
-
-// WorkflowStarts records one dispatcher round's workflow starts.
-func (m *API) WorkflowStarts(ok, failed int) {
-	if m == nil {
-		return
-	}
-	m.workflowStarts.WithLabelValues("ok").Add(float64(ok))
-	m.workflowStarts.WithLabelValues("failed").Add(float64(failed))
 }

@@ -61,7 +61,8 @@ func TestNilMetricsCountNothing(t *testing.T) {
 	a.Request("/x", "GET", 200, time.Second)
 	a.RateLimited("auth")
 	a.EventAccepted("check.completed", 3)
-	a.WorkflowStarts(1, 1)
+	var d *metrics.Dispatcher
+	d.WorkflowStarts(1, 1)
 	var w *metrics.Worker
 	w.Attempt(metrics.OutcomeSucceeded, time.Second)
 	w.Canceled()

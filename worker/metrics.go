@@ -25,6 +25,8 @@ import (
 type Metrics struct {
 	// Deliveries counts attempts: give it to activities.Activities.
 	Deliveries *metrics.Worker
+	// Dispatcher counts the dispatcher's workflow starts: give it to dispatcher.Options.
+	Dispatcher *metrics.Dispatcher
 	// Temporal is the SDK's handler: set it as client.Options.MetricsHandler.
 	Temporal client.MetricsHandler
 
@@ -56,6 +58,7 @@ func NewMetrics(log *slog.Logger) *Metrics {
 	}, tallyInterval)
 	return &Metrics{
 		Deliveries: metrics.NewWorker(reg),
+		Dispatcher: metrics.NewDispatcher(reg),
 		Temporal:   sdktally.NewMetricsHandler(sdktally.NewPrometheusNamingScope(scope)),
 		registry:   reg,
 		scope:      closer,

@@ -150,6 +150,7 @@ func TestRunServesSDKMetrics(t *testing.T) {
 	}
 	for _, want := range []string{
 		"\n" + `bgcheck_delivery_attempts_total{outcome="succeeded"} 0`,
+		"\n" + `bgcheck_dispatcher_workflow_starts_total{result="failed"} 0`,
 		"\ngo_goroutines ",
 	} {
 		if !strings.Contains(page, want) {

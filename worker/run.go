@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bgcheck/bgcheck/activities"
 	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/dispatcher"
 	"github.com/bgcheck/bgcheck/mail"
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/screening"
@@ -113,10 +115,38 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		log.Error("could not create the monthly invoice schedule; invoices wait until a worker creates it", "err", err)
 	}
 	defer checks.Stop()
+	stopDispatch, err := dispatch(ctx, cfg, db, c, m, log)
+	if err != nil {
+		w.Stop()
+		return err
+	}
 	log.Info("bgcheck-worker polling", "task_queue", workflows.TaskQueue, "concurrency", cfg.WorkerConcurrency,
 		"per_endpoint", cfg.WorkerEndpointConcurrency, "per_account", cfg.WorkerAccountConcurrency)
 	<-ctx.Done()
-	log.Info("stopping: no new tasks; attempts in flight may finish")
+	log.Info("stopping: no new workflows, no new tasks; attempts in flight may finish")
+	stopDispatch()
 	w.Stop()
 	return nil
+}
+
+// dispatch runs the outbox dispatcher and the reconciliation with Temporal in this process, on
+// the worker's own client: a delivery workflow it starts begins on this process's worker at
+// once (eager start). Every worker runs them; leases and an advisory lock share the work. The
+// returned function stops both and waits for them.
+func dispatch(ctx context.Context, cfg config.Config, db *postgres.DB, c client.Client, m *Metrics, log *slog.Logger) (stop func(), err error) {
+	schedule, err := config.ParseSchedule(cfg.RetrySchedule)
+	if err != nil {
+		return nil, fmt.Errorf("BGCHECK_RETRY_SCHEDULE: %w", err)
+	}
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d := dispatcher.New(db, c, dispatcher.Options{Schedule: schedule, Metrics: m.Dispatcher,
+		EndpointDisableAfter: cfg.EndpointDisableAfter}, log.With("component", "dispatcher"))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); d.Run(dctx) }()
+	go func() {
+		defer wg.Done()
+		dispatcher.NewReconciler(db, c, log.With("component", "reconciler")).Run(dctx, time.Minute)
+	}()
+	return func() { cancel(); wg.Wait() }, nil
 }
