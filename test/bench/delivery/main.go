@@ -66,6 +66,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
 	"os"
 	"os/signal"
 	"slices"
@@ -126,7 +127,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the database, the binaries and the logs for inspection")
 	flag.Var(&o.apiEnv, "api-env", "extra NAME=VALUE for the API process's environment (repeatable)")
 	flag.Var(&o.workerEnv, "worker-env", "extra NAME=VALUE for the workers' environment, e.g. BGCHECK_WORKER_CONCURRENCY=50 (repeatable)")
-	flag.Var(&o.temporalDC, "temporal-dc", "dynamic config KEY=JSON for the Temporal dev server (repeatable)")
+	flag.Var(&o.temporalDC, "temporal-dc", "dynamic config KEY=JSON for the Temporal dev server, over devtemporal.Tuned (repeatable; KEY= removes one)")
 	flag.Var(&o.dbParams, "db-param", "PostgreSQL setting NAME=VALUE for the API's and workers' connections, e.g. synchronous_commit=off (repeatable)")
 	flag.IntVar(&o.historySample, "history-sample", 5, "workflow histories read at the end to count their events")
 	flag.IntVar(&o.traceSample, "trace-sample", 100, "workflow histories read after each open-loop run to time Temporal's stages")
@@ -232,11 +233,17 @@ func (e *envFlag) Set(v string) error {
 	return nil
 }
 
-// dynamicConfig turns -temporal-dc flags into devtemporal's map.
+// dynamicConfig is the dev server's dynamic config: what make dev and the end-to-end tests run
+// it with (devtemporal.Tuned), changed by -temporal-dc flags; a flag with an empty value
+// removes a setting.
 func (e envFlag) dynamicConfig() map[string]string {
-	m := map[string]string{}
+	m := devtemporal.Tuned()
 	for _, kv := range e {
 		k, v, _ := strings.Cut(kv, "=")
+		if v == "" {
+			delete(m, k)
+			continue
+		}
 		m[k] = v
 	}
 	return m
