@@ -192,14 +192,17 @@ func (s *Server) bindingHash(r *http.Request) []byte {
 func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 	connID := chi.URLParam(r, "connectionID")
 	q := r.URL.Query()
-	st, err := s.db.ConsumeSSOLoginState(r.Context(), hashToken(q.Get("state")), s.bindingHash(r), connID)
+	c, err := s.db.FindSSOConnectionByID(r.Context(), connID)
+	if err == nil && c.Protocol != bgcheck.SSOProtocolOIDC {
+		err = bgcheck.ErrNotFound
+	}
 	if err != nil {
 		s.ssoFailed(w, r, nil, "", err)
 		return
 	}
-	c, err := s.db.FindSSOConnectionByID(r.Context(), connID)
+	st, err := s.db.ConsumeSSOLoginState(r.Context(), hashToken(q.Get("state")), s.bindingHash(r), connID)
 	if err != nil {
-		s.ssoFailed(w, r, nil, "", err)
+		s.ssoFailed(w, r, c, "", err)
 		return
 	}
 	if e := q.Get("error"); e != "" {
