@@ -29,7 +29,8 @@ type Options struct {
 	Schedule []time.Duration
 	// Batch is how many deliveries one round claims (default 200).
 	Batch int
-	// Parallel is how many workflow starts are in flight at once (default 32).
+	// Parallel is how many workflow starts are in flight at once (default 64: at 250 events/s
+	// on two cores, 32 left deliveries waiting for their batch, p99 893 ms against 315 ms).
 	Parallel int
 	// PollInterval is how often the outbox is read without a notification (default 1 s): the
 	// bound on how long a delivery waits after Temporal comes back.
@@ -75,7 +76,7 @@ func New(db *postgres.DB, c client.Client, opts Options, log *slog.Logger) *Disp
 		opts.Batch = 200
 	}
 	if opts.Parallel <= 0 {
-		opts.Parallel = 32
+		opts.Parallel = 64
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
