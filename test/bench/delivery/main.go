@@ -94,6 +94,7 @@ type options struct {
 	drainTimeout  time.Duration
 	disk          bool
 	workers       int
+	endpoints     int
 	keep          bool
 	apiEnv        envFlag
 	workerEnv     envFlag
@@ -124,6 +125,7 @@ func main() {
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 3*time.Minute, "longest wait for the backlog to drain after a phase")
 	flag.BoolVar(&o.disk, "disk", false, "Temporal dev server on an SQLite file in WAL mode instead of in memory")
 	flag.IntVar(&o.workers, "workers", 1, "bgcheck-worker processes")
+	flag.IntVar(&o.endpoints, "endpoints", 1, "webhook endpoints, each subscribed to every event: deliveries per event")
 	flag.BoolVar(&o.keep, "keep", false, "keep the database, the binaries and the logs for inspection")
 	flag.Var(&o.apiEnv, "api-env", "extra NAME=VALUE for the API process's environment (repeatable)")
 	flag.Var(&o.workerEnv, "worker-env", "extra NAME=VALUE for the workers' environment, e.g. BGCHECK_WORKER_CONCURRENCY=50 (repeatable)")

@@ -105,7 +105,7 @@ func (b *bench) drain(ctx context.Context, sends []send, lastSend time.Time) dra
 	for b.st.rc.pending() > 0 {
 		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
 			if ctx.Err() == nil {
-				logf("  the backlog did not drain within %s: %d events have not arrived", b.o.drainTimeout, b.st.rc.pending())
+				logf("  the backlog did not drain within %s: %d deliveries have not arrived", b.o.drainTimeout, b.st.rc.pending())
 			}
 			return d
 		}
@@ -279,25 +279,37 @@ func (b *bench) atRate(ctx context.Context, rate float64, d, maxP99 time.Duratio
 	stamps := b.st.deliveryStamps(ctx, ids)
 	var lat, api, dispatch, start, postStage, fromCreated []time.Duration
 	okSends := acceptedSends(sends)
+	// Latency is per delivery: with several endpoints, each copy of an event is one sample, and
+	// an event counts as arrived when every copy has. The database's stage timestamps are one
+	// delivery's per event.
+	fanout := b.st.rc.fanout()
+	firstCopies := make([]time.Time, len(okSends))
 	for i, s := range okSends {
-		at := arrivals[i]
-		if at.IsZero() {
-			continue
-		}
-		r.Arrived++
-		lat = append(lat, at.Sub(s.at))
-		fromCreated = append(fromCreated, at.Sub(s.createdAt))
+		firstCopies[i] = arrivals[i*fanout]
 		api = append(api, s.createdAt.Sub(s.at))
-		if ts, ok := stamps[s.id]; ok && !ts.dispatched.IsZero() && !ts.started.IsZero() {
-			dispatch = append(dispatch, ts.dispatched.Sub(s.createdAt))
-			start = append(start, ts.started.Sub(ts.dispatched))
-			postStage = append(postStage, at.Sub(ts.started))
+		all := true
+		for e := range fanout {
+			at := arrivals[i*fanout+e]
+			if at.IsZero() {
+				all = false
+				continue
+			}
+			lat = append(lat, at.Sub(s.at))
+			fromCreated = append(fromCreated, at.Sub(s.createdAt))
+			if ts, ok := stamps[s.id]; ok && e == 0 && !ts.dispatched.IsZero() && !ts.started.IsZero() {
+				dispatch = append(dispatch, ts.dispatched.Sub(s.createdAt))
+				start = append(start, ts.started.Sub(ts.dispatched))
+				postStage = append(postStage, at.Sub(ts.started))
+			}
+		}
+		if all {
+			r.Arrived++
 		}
 	}
 	r.Latency = statsOf(lat)
 	r.Stages = stageStats{API: statsOf(api), Dispatch: statsOf(dispatch), Start: statsOf(start), Post: statsOf(postStage), FromCreated: statsOf(fromCreated)}
 	if b.o.traceSample > 0 {
-		r.Trace = b.traceSample(ctx, okSends, arrivals, stamps, b.o.traceSample)
+		r.Trace = b.traceSample(ctx, okSends, firstCopies, stamps, b.o.traceSample)
 		r.Trace.Slowest = b.traceSlowest(ctx, okSends, arrivals, stamps, 3)
 	}
 

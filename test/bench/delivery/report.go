@@ -23,6 +23,7 @@ type report struct {
 	Temporal   string   `json:"temporal"`
 	CPUs       int      `json:"cpus"`
 	Workers    int      `json:"workers"`
+	Endpoints  int      `json:"endpoints"`
 	Clients    int      `json:"clients"`
 	EventType  string   `json:"event_type"`
 	APIEnv     []string `json:"api_env,omitempty"`
@@ -47,7 +48,7 @@ func newReport(o options) *report {
 		mode = "sqlite-wal"
 	}
 	return &report{
-		Benchmark: "delivery", Temporal: mode, CPUs: runtime.NumCPU(), Workers: o.workers, Clients: o.clients,
+		Benchmark: "delivery", Temporal: mode, CPUs: runtime.NumCPU(), Workers: o.workers, Endpoints: max(1, o.endpoints), Clients: o.clients,
 		EventType: o.eventType, APIEnv: o.apiEnv, WorkerEnv: o.workerEnv, TemporalDC: o.temporalDC, DBParams: o.dbParams,
 	}
 }
@@ -83,7 +84,7 @@ func (r *report) printTable(w io.Writer) {
 	if r.Temporal == "sqlite-wal" {
 		mode = "on disk (SQLite, WAL, synchronous=normal)"
 	}
-	fmt.Fprintf(w, "\nDelivery benchmark: Temporal dev server %s, %d worker process(es), %d CPUs shared by the API,\n", mode, r.Workers, r.CPUs)
+	fmt.Fprintf(w, "\nDelivery benchmark: Temporal dev server %s, %d worker process(es), %d endpoint(s) per event, %d CPUs shared by the API,\n", mode, r.Workers, r.Endpoints, r.CPUs)
 	fmt.Fprintf(w, "Temporal, the worker(s), PostgreSQL and this program (load generator and receiver).\n")
 	for _, x := range []struct {
 		name string
@@ -287,7 +288,7 @@ func (r *report) printDB(w io.Writer) {
 func (r *report) printVerify(w io.Writer) {
 	v := r.Verify
 	t := v.Receiver
-	fmt.Fprintf(w, "\nVerification: %d events accepted, %d arrived, %d missing, %d duplicate copies, %d unannounced events,\n",
+	fmt.Fprintf(w, "\nVerification: %d deliveries of accepted events (one per event and endpoint), %d arrived, %d missing, %d duplicate copies, %d unannounced,\n",
 		t.Accepted, t.Arrived, t.Missing, t.Duplicates, t.Unexpected)
 	fmt.Fprintf(w, "%d requests with a retried attempt, %d with a bad signature; deliveries by status %v (%d retried); workflows %v\n",
 		t.Retries, t.BadSig, v.Deliveries, v.Retried, v.Workflows)

@@ -137,11 +137,13 @@ func setUp(ctx context.Context, o options) (*stack, error) {
 		st.workers = append(st.workers, w)
 	}
 
-	secret, err := st.createEndpoint(ctx)
-	if err != nil {
-		return st, err
+	for i := range max(1, o.endpoints) {
+		secret, err := st.createEndpoint(ctx, st.rc.url(i))
+		if err != nil {
+			return st, err
+		}
+		st.rc.addEndpoint(secret)
 	}
-	st.rc.setSecret(secret)
 
 	st.meter = newMeter(st.db, st.dbName)
 	st.meter.setProcess(st.tpid, groupTemporal)
@@ -291,10 +293,11 @@ func bootstrap(ctx context.Context, ctl, dbURL string) (string, error) {
 	return res.TestKey, nil
 }
 
-// createEndpoint subscribes the receiver to every event type and returns the endpoint's secret.
-func (st *stack) createEndpoint(ctx context.Context) (string, error) {
+// createEndpoint subscribes url (one of the receiver's) to every event type and returns the
+// endpoint's secret.
+func (st *stack) createEndpoint(ctx context.Context, url string) (string, error) {
 	body, _ := json.Marshal(map[string]any{
-		"url": st.rc.url, "events": []string{"*"}, "description": "delivery benchmark receiver",
+		"url": url, "events": []string{"*"}, "description": "delivery benchmark receiver",
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.apiBase+"/api/v1/webhooks/endpoints", bytes.NewReader(body))
 	if err != nil {

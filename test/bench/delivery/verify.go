@@ -174,7 +174,7 @@ func (b *bench) verify(ctx context.Context) verification {
 		problems = append(problems, fmt.Sprintf("the API refused or failed %d POSTs (see each phase's first error)", n))
 	}
 	if t.Missing > 0 {
-		problems = append(problems, fmt.Sprintf("%d accepted events never arrived", t.Missing))
+		problems = append(problems, fmt.Sprintf("%d deliveries of accepted events never arrived", t.Missing))
 	}
 	if t.BadSig > 0 {
 		problems = append(problems, fmt.Sprintf("%d requests had a bad signature", t.BadSig))
