@@ -1,16 +1,21 @@
 # Entry points for a fresh machine with Go and the PostgreSQL server binaries; no Docker needed.
-#   make dev       run the API locally (PostgreSQL found or started, demo account, keys printed)
+#   make dev       run the API locally (PostgreSQL found or started, demo account, keys printed);
+#                  make dev TEMPORAL=postgres runs a Temporal cluster on that PostgreSQL instead of
+#                  the dev server
 #   make test      go vet, gofmt check, and every test with the race detector (test/run.sh)
 #   make temporal  build the Temporal CLI pinned in internal/dev/temporalcli into ./.data/bin (the dev server
-#                  of the end-to-end tests): minutes the first time, then instant; make test does it
+#                  of the end-to-end tests), and the server and SQL tool of the version it embeds (the
+#                  cluster on PostgreSQL): minutes the first time, then instant; make test does it
 #   make build     the binaries, into ./bin
 
 GO ?= go
 
 .PHONY: dev test temporal build clean
 
+TEMPORAL ?= dev
+
 dev:
-	$(GO) run ./cmd/bgcheck-dev
+	BGCHECK_DEV_TEMPORAL="$(TEMPORAL)" $(GO) run ./cmd/bgcheck-dev
 
 test:
 	GO="$(GO)" bash test/run.sh

@@ -8,6 +8,9 @@
 # ./.data/bin) before go test starts, so that the build is seen and not charged to a test's timeout,
 # and BGCHECK_TEMPORAL_BIN names it for the tests. Set BGCHECK_TEMPORAL_BIN to use another CLI.
 #
+# The end-to-end tests then run a second time against a Temporal cluster on PostgreSQL
+# (BGCHECK_TEST_TEMPORAL=postgres).
+#
 # TEST_TIMEOUT (default 20m) bounds go test; extra arguments go to go test (e.g. -run TestX).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,3 +45,11 @@ echo "$BGCHECK_TEMPORAL_BIN"
 
 echo "==> go test -race -count=1 -timeout $TEST_TIMEOUT ./..."
 "$tmp/bgcheck-dev" test-postgres -- "$GO" test -race -count=1 -timeout "$TEST_TIMEOUT" "$@" ./...
+
+# The end-to-end tests once more, against a Temporal cluster on PostgreSQL (temporal-server of the
+# version the CLI embeds, built above by temporal-bin) instead of the dev server: as production
+# runs it. Skipped when go test was given arguments (a focused run).
+if (($# == 0)); then
+	echo "==> go test -count=1 ./test/e2e (Temporal cluster on PostgreSQL)"
+	BGCHECK_TEST_TEMPORAL=postgres "$tmp/bgcheck-dev" test-postgres -- "$GO" test -count=1 -timeout "$TEST_TIMEOUT" ./test/e2e
+fi

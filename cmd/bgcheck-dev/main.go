@@ -49,7 +49,8 @@ const usage = `usage:
                               and keep the server until interrupted
   bgcheck-dev temporal-bin    print the path of the Temporal CLI pinned in internal/dev/temporalcli, building
                               it into ./.data/bin first if need be (minutes, the first time), or
-                              $` + devtemporal.BinaryEnv + ` when set
+                              $` + devtemporal.BinaryEnv + ` when set; builds the server and SQL tool of the
+                              version it embeds (the cluster on PostgreSQL) there too
 `
 
 // dataDir holds what local development keeps between runs; .gitignore lists it.
@@ -133,7 +134,7 @@ func runDev(ctx context.Context) error {
 	}
 	go func() { _ = recv.Serve(recvLn) }()
 	defer recv.Close()
-	temporal, uiURL, err := startTemporal(ctx, cfg, log)
+	temporal, uiURL, err := startTemporal(ctx, cfg, pg.URL, log)
 	if err != nil {
 		return err
 	}
@@ -162,9 +163,12 @@ func runDev(ctx context.Context) error {
 
 // startTemporal uses the Temporal at TEMPORAL_ADDRESS when one answers there; otherwise it starts
 // the pinned dev server with its Web UI on :8233 and the search attributes registered, keeping its
-// state in ./.data/temporal.db so deliveries survive a restart of make dev. It returns the server
-// it started (nil when it found one) and the UI's address.
-func startTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (*devtemporal.Server, string, error) {
+// state in ./.data/temporal.db so deliveries survive a restart of make dev. With
+// BGCHECK_DEV_TEMPORAL=postgres (make dev TEMPORAL=postgres) it starts a Temporal cluster on the
+// PostgreSQL at pgURL instead, in the databases bgcheck_temporal and bgcheck_temporal_visibility,
+// as production runs it (no Web UI). It returns the server it started (nil when it found one) and
+// the UI's address.
+func startTemporal(ctx context.Context, cfg config.Config, pgURL string, log *slog.Logger) (*devtemporal.Server, string, error) {
 	if os.Getenv("TEMPORAL_ADDRESS") != "" {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
@@ -174,17 +178,33 @@ func startTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (*d
 			return nil, "", nil
 		}
 	}
-	log.Info("starting the Temporal dev server (the first run builds the pinned CLI, which takes a few minutes)")
-	srv, err := devtemporal.Start(ctx, devtemporal.Options{
+	opts := devtemporal.Options{
 		Port: 7233, UIPort: 8233,
 		DBFile:           filepath.Join(dataDir, "temporal.db"),
 		LogFile:          filepath.Join(dataDir, "temporal.log"),
 		SearchAttributes: workflows.SearchAttributes,
 		DynamicConfig:    devtemporal.Tuned(),
 		Logger:           log,
-	})
+	}
+	what := "the Temporal dev server (the first run builds the pinned CLI, which takes a few minutes)"
+	switch store := cmp.Or(os.Getenv("BGCHECK_DEV_TEMPORAL"), "dev"); store {
+	case "dev":
+	case "postgres":
+		u, err := url.Parse(pgURL)
+		if err != nil {
+			return nil, "", err
+		}
+		opts.UIPort, opts.DBFile = 0, ""
+		opts.Postgres = &devtemporal.Postgres{Address: u.Host, User: u.User.Username(), Database: "bgcheck_temporal"}
+		opts.Postgres.Password, _ = u.User.Password()
+		what = "a Temporal cluster on PostgreSQL (the first run builds the pinned server, which takes a few minutes)"
+	default:
+		return nil, "", fmt.Errorf("BGCHECK_DEV_TEMPORAL is %q: dev (the CLI's dev server) or postgres (a cluster on PostgreSQL)", store)
+	}
+	log.Info("starting " + what)
+	srv, err := devtemporal.Start(ctx, opts)
 	if err != nil {
-		return nil, "", fmt.Errorf("start the Temporal dev server: %w", err)
+		return nil, "", fmt.Errorf("start Temporal: %w", err)
 	}
 	return srv, srv.UIAddress, nil
 }
@@ -277,8 +297,14 @@ func runTestPostgres(ctx context.Context, args []string) error {
 // runTemporalBin prints the pinned temporal CLI's path, alone on stdout so that scripts can
 // capture it; what building it says goes to stderr.
 func runTemporalBin(ctx context.Context) error {
-	bin, err := devtemporal.Binary(ctx, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	bin, err := devtemporal.Binary(ctx, log)
 	if err != nil {
+		return err
+	}
+	// The cluster's server and SQL tool too (make dev TEMPORAL=postgres, the end-to-end tests'
+	// second run): built in the same visible step, not inside a test's timeout.
+	if _, _, err := devtemporal.ClusterBinaries(ctx, log); err != nil {
 		return err
 	}
 	fmt.Println(bin)

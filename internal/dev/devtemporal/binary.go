@@ -26,6 +26,9 @@ const (
 	toolsDir   = "internal/dev/temporalcli"
 	cliModule  = "github.com/temporalio/cli"
 	cliPackage = cliModule + "/cmd/temporal"
+	// serverModule is the Temporal server the CLI embeds; the tools module pins its server and
+	// SQL schema tool too, so the same version runs as a cluster on PostgreSQL.
+	serverModule = "go.temporal.io/server"
 	// binDir, relative to the root, keeps built CLIs between runs; .gitignore lists .data.
 	binDir = ".data/bin"
 )
@@ -51,7 +54,7 @@ func Binary(ctx context.Context, log *slog.Logger) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	version, err := cliVersion(filepath.Join(root, toolsDir, "go.mod"))
+	version, err := requiredVersion(filepath.Join(root, toolsDir, "go.mod"), cliModule)
 	if err != nil {
 		return "", err
 	}
@@ -60,7 +63,8 @@ func Binary(ctx context.Context, log *slog.Logger) (string, error) {
 		log.Info("building the pinned temporal CLI; this takes a few minutes the first time",
 			"version", version, "dest", dest)
 		start := time.Now()
-		if err := goBuild(ctx, filepath.Join(root, toolsDir), version, out); err != nil {
+		ldflags := "-X " + cliModule + "/temporalcli.Version=" + strings.TrimPrefix(version, "v")
+		if err := goBuild(ctx, filepath.Join(root, toolsDir), cliPackage, ldflags, out); err != nil {
 			return err
 		}
 		log.Info("built the temporal CLI", "dest", dest, "took", time.Since(start).Round(time.Second))
@@ -126,16 +130,18 @@ func lockFile(ctx context.Context, path string, log *slog.Logger) (func(), error
 	}
 }
 
-// goBuild builds the CLI from the tools module in dir. The version is stamped in as the CLI's own
-// release builds do, so that `temporal --version` names it rather than 0.0.0-DEV.
-func goBuild(ctx context.Context, dir, version, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out,
-		"-ldflags", "-X "+cliModule+"/temporalcli.Version="+strings.TrimPrefix(version, "v"),
-		cliPackage)
+// goBuild builds pkg from the tools module in dir. The CLI's version is stamped in (ldflags) as
+// its own release builds do, so that `temporal --version` names it rather than 0.0.0-DEV.
+func goBuild(ctx context.Context, dir, pkg, ldflags, out string) error {
+	args := []string{"build", "-o", out}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off") // a go.work above the repository must not change what is built
 	if output, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("devtemporal: building the temporal CLI in %s: %w\n%s", dir, err, output)
+		return fmt.Errorf("devtemporal: building %s in %s: %w\n%s", pkg, dir, err, output)
 	}
 	return nil
 }
@@ -174,22 +180,22 @@ func goModPath(goMod string) (string, error) {
 	return path, err
 }
 
-// cliVersion returns the version of the CLI module that goMod requires, in either the one-line
-// or the block form of require.
-func cliVersion(goMod string) (string, error) {
+// requiredVersion returns the version of module that goMod requires, in either the one-line or
+// the block form of require.
+func requiredVersion(goMod, module string) (string, error) {
 	var version string
 	err := scanGoMod(goMod, func(fields []string) bool {
 		if len(fields) >= 1 && fields[0] == "require" {
 			fields = fields[1:]
 		}
-		if len(fields) >= 2 && fields[0] == cliModule {
+		if len(fields) >= 2 && fields[0] == module {
 			version = fields[1]
 			return false
 		}
 		return true
 	})
 	if err == nil && version == "" {
-		err = fmt.Errorf("devtemporal: %s does not require %s", goMod, cliModule)
+		err = fmt.Errorf("devtemporal: %s does not require %s", goMod, module)
 	}
 	return version, err
 }

@@ -23,7 +23,7 @@ func TestModuleRootAndPinnedVersion(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "internal", "dev", "devtemporal", "binary.go")); err != nil {
 		t.Fatalf("moduleRoot = %s, which does not hold this package: %v", root, err)
 	}
-	version, err := cliVersion(filepath.Join(root, toolsDir, "go.mod"))
+	version, err := requiredVersion(filepath.Join(root, toolsDir, "go.mod"), cliModule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,15 +43,15 @@ func TestCLIVersionForms(t *testing.T) {
 			if err := os.WriteFile(path, []byte(goMod), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if v, err := cliVersion(path); v != "v1.5.1" || err != nil {
-				t.Errorf("cliVersion = %q, %v; want v1.5.1", v, err)
+			if v, err := requiredVersion(path, cliModule); v != "v1.5.1" || err != nil {
+				t.Errorf("requiredVersion = %q, %v; want v1.5.1", v, err)
 			}
 		})
 	}
 	path := filepath.Join(t.TempDir(), "go.mod")
 	os.WriteFile(path, []byte("module m\n// github.com/temporalio/cli v9.9.9\n"), 0o644)
-	if v, err := cliVersion(path); err == nil {
-		t.Errorf("cliVersion of a go.mod without the CLI = %q, want an error", v)
+	if v, err := requiredVersion(path, cliModule); err == nil {
+		t.Errorf("requiredVersion of a go.mod without the CLI = %q, want an error", v)
 	}
 }
 
@@ -62,7 +62,7 @@ func TestBinaryIsPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version, err := cliVersion(filepath.Join(root, toolsDir, "go.mod"))
+	version, err := requiredVersion(filepath.Join(root, toolsDir, "go.mod"), cliModule)
 	if err != nil {
 		t.Fatal(err)
 	}

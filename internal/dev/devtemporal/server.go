@@ -1,5 +1,7 @@
-// Package devtemporal runs the Temporal dev server (`temporal server start-dev`) of the CLI version
-// pinned in internal/dev/temporalcli, as a child process, for local runs, end-to-end tests and CI.
+// Package devtemporal runs Temporal as a child process, for local runs, end-to-end tests, CI and
+// the benchmark: the dev server (`temporal server start-dev`) of the CLI version pinned in
+// internal/dev/temporalcli, or a cluster of the server version that CLI embeds
+// (`temporal-server`) on PostgreSQL, as production runs it.
 package devtemporal
 
 import (
@@ -64,9 +66,13 @@ type Options struct {
 	// Logger receives Binary's messages (such as that the CLI is being built); nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Postgres, when set, runs a Temporal cluster (temporal-server, the version the CLI embeds)
+	// on PostgreSQL instead of the dev server: as production runs it. UIPort and DBFile must be
+	// unset then; the rest applies alike.
+	Postgres *Postgres
 }
 
-// Server is a running dev server, started by Start; Stop or Kill ends it.
+// Server is a running dev server or cluster, started by Start; Stop or Kill ends it.
 type Server struct {
 	// Address is the frontend's host:port, as client.Options.HostPort wants it.
 	Address string
@@ -77,10 +83,12 @@ type Server struct {
 	// LogFile holds the server's output.
 	LogFile string
 
-	cmd       *exec.Cmd
-	exited    chan struct{} // closed once the process has exited and been waited for
-	removeLog bool
-	stopOnce  sync.Once
+	cmd        *exec.Cmd
+	exited     chan struct{} // closed once the process has exited and been waited for
+	removeLog  bool
+	removeDirs []string // a cluster's configuration, removed when it has stopped
+	cluster    bool     // temporal-server rather than the dev server: it registers the namespace
+	stopOnce   sync.Once
 }
 
 // Start starts a dev server with the pinned CLI (see Binary) and returns once it answers a health
@@ -91,6 +99,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if opts.Postgres != nil {
+		return startCluster(ctx, opts, log)
 	}
 	bin, err := Binary(ctx, log)
 	if err != nil {
@@ -120,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 }
 
-// start runs the server process.
+// start runs the dev server process.
 func start(bin string, opts Options) (*Server, error) {
 	port := opts.Port
 	if port == 0 {
@@ -137,13 +148,19 @@ func start(bin string, opts Options) (*Server, error) {
 	if opts.UIPort != 0 {
 		s.UIAddress = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.UIPort))
 	}
-	logFile, err := s.openLog(opts.LogFile)
+	return s, s.spawn(opts.LogFile, exec.Command(bin, serverArgs(port, opts)...))
+}
+
+// spawn starts cmd as the server's process, its output appended to logPath (a temporary file
+// when empty).
+func (s *Server) spawn(logPath string, cmd *exec.Cmd) error {
+	logFile, err := s.openLog(logPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer logFile.Close() // the child has its own copy
 
-	s.cmd = exec.Command(bin, serverArgs(port, opts)...)
+	s.cmd = cmd
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = sysProcAttr()
 	started := make(chan error, 1)
@@ -161,9 +178,9 @@ func start(bin string, opts Options) (*Server, error) {
 	}()
 	if err := <-started; err != nil {
 		s.releaseLog()
-		return nil, fmt.Errorf("devtemporal: %w", err)
+		return fmt.Errorf("devtemporal: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // serverArgs are the arguments of `temporal` that start a dev server as opts say, on port.
@@ -221,7 +238,13 @@ func (s *Server) waitReady(ctx context.Context, searchAttributes []string) error
 			c, last = dial(ctx, s.Address, quiet)
 		}
 		if c != nil {
-			last = checkReady(ctx, c, searchAttributes)
+			last = nil
+			if s.cluster {
+				last = registerNamespace(ctx, c)
+			}
+			if last == nil {
+				last = checkReady(ctx, c, searchAttributes)
+			}
 			if last == nil && s.UIAddress != "" {
 				last = checkUI(ctx, s.UIAddress)
 			}
@@ -355,6 +378,9 @@ func (s *Server) openLog(path string) (*os.File, error) {
 func (s *Server) releaseLog() {
 	if s.removeLog {
 		os.Remove(s.LogFile)
+	}
+	for _, dir := range s.removeDirs {
+		os.RemoveAll(dir)
 	}
 }
 

@@ -197,3 +197,34 @@ func assertClosed(t *testing.T, address string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A cluster on PostgreSQL (temporal-server, the version the CLI embeds) starts with the
+// namespace and search attributes, takes dynamic config, and keeps its workflows across a
+// restart on the same databases.
+func TestStartClusterOnPostgres(t *testing.T) {
+	t.Parallel()
+	pg := temporaltest.NewPostgres(t)
+	opts := devtemporal.Options{Postgres: pg, SearchAttributes: []string{"BgcheckAccountID", "BgcheckEndpointID"},
+		DynamicConfig: map[string]string{"limit.maxIDLength": "100"}}
+	s := temporaltest.Start(t, opts)
+	c := dial(t, s.Address)
+	ctx := context.Background()
+	assertSearchAttributes(t, c, "BgcheckAccountID", "BgcheckEndpointID")
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: strings.Repeat("x", 150), TaskQueue: "q"}, "W")
+	if !errors.As(err, new(*serviceerror.InvalidArgument)) {
+		t.Errorf("starting a workflow with a 150-character id: err = %v, want InvalidArgument", err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "kept", TaskQueue: "q"}, "W")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	assertClosed(t, s.Address)
+
+	again := temporaltest.Start(t, opts)
+	c = dial(t, again.Address)
+	d, err := c.DescribeWorkflowExecution(ctx, "kept", run.GetRunID())
+	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("after a restart the workflow is %v (%v), want running", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+}

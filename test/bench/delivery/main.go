@@ -8,6 +8,7 @@
 //
 //	go run ./test/bench/delivery                        # in-memory Temporal dev server
 //	go run ./test/bench/delivery -disk                  # Temporal on SQLite in WAL mode
+//	go run ./test/bench/delivery -temporal postgres     # a Temporal cluster (temporal-server) on PostgreSQL
 //	go run ./test/bench/delivery -phases burst -burst 5000
 //	go run ./test/bench/delivery -temporal-dc system.forceSearchAttributesCacheRefreshOnRead=false
 //
@@ -93,6 +94,7 @@ type options struct {
 	stepMaxP99    time.Duration
 	drainTimeout  time.Duration
 	disk          bool
+	temporal      string
 	workers       int
 	endpoints     int
 	keep          bool
@@ -124,6 +126,8 @@ func main() {
 	flag.DurationVar(&o.stepMaxP99, "step-max-p99", time.Second, "steps: highest p99 of a sustainable rate")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 3*time.Minute, "longest wait for the backlog to drain after a phase")
 	flag.BoolVar(&o.disk, "disk", false, "Temporal dev server on an SQLite file in WAL mode instead of in memory")
+	flag.StringVar(&o.temporal, "temporal", "dev", "dev (the CLI's dev server) or postgres (temporal-server on the benchmark's PostgreSQL, "+
+		"in throwaway databases; its PostgreSQL work counts in the machine's CPU, not Temporal's)")
 	flag.IntVar(&o.workers, "workers", 1, "bgcheck-worker processes")
 	flag.IntVar(&o.endpoints, "endpoints", 1, "webhook endpoints, each subscribed to every event: deliveries per event")
 	flag.BoolVar(&o.keep, "keep", false, "keep the database, the binaries and the logs for inspection")

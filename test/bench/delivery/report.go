@@ -44,7 +44,10 @@ type report struct {
 
 func newReport(o options) *report {
 	mode := "memory"
-	if o.disk {
+	switch {
+	case o.temporal == "postgres":
+		mode = "cluster-postgres"
+	case o.disk:
 		mode = "sqlite-wal"
 	}
 	return &report{

@@ -19,6 +19,7 @@ import (
 
 	"github.com/bgcheck/bgcheck/test/bench/internal/benchkit"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -189,12 +190,22 @@ func (st *stack) startTemporal(ctx context.Context) error {
 		LogFile:          filepath.Join(st.work, "temporal.log"),
 		Logger:           slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
-	mode := "in memory"
-	if st.o.disk {
+	mode := "the Temporal dev server in memory"
+	switch {
+	case st.o.temporal == "postgres":
+		pg, err := st.temporalDatabases(ctx)
+		if err != nil {
+			return err
+		}
+		opts.Postgres = pg
+		mode = "a Temporal cluster (temporal-server) on PostgreSQL, databases " + pg.Database + "{,_visibility}"
+	case st.o.temporal != "dev":
+		return fmt.Errorf("-temporal %q: dev or postgres", st.o.temporal)
+	case st.o.disk:
 		opts.DBFile = filepath.Join(st.work, "temporal.db")
-		mode = "on disk, SQLite WAL: " + opts.DBFile
+		mode = "the Temporal dev server on disk, SQLite WAL: " + opts.DBFile
 	}
-	logf("starting the Temporal dev server (%s)", mode)
+	logf("starting %s", mode)
 	srv, err := devtemporal.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -208,6 +219,30 @@ func (st *stack) startTemporal(ctx context.Context) error {
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 	})
 	return err
+}
+
+// temporalDatabases names a pair of throwaway databases for a cluster on the benchmark's
+// PostgreSQL (devtemporal creates them), dropped at the end unless -keep.
+func (st *stack) temporalDatabases(ctx context.Context) (*devtemporal.Postgres, error) {
+	server, err := url.Parse(pgtest.ServerURL())
+	if err != nil {
+		return nil, err
+	}
+	pg := &devtemporal.Postgres{Address: server.Host, User: server.User.Username(), Database: st.dbName + "_temporal"}
+	pg.Password, _ = server.User.Password()
+	if !st.o.keep {
+		st.cleanups = append(st.cleanups, func() {
+			conn, err := pgx.Connect(context.Background(), pgtest.ServerURL())
+			if err != nil {
+				return
+			}
+			defer conn.Close(context.Background())
+			for _, db := range []string{pg.Database, pg.VisibilityDatabase()} {
+				_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
+			}
+		})
+	}
+	return pg, nil
 }
 
 // temporalPID finds the dev server among this process's children: devtemporal starts it as one

@@ -15,8 +15,14 @@ import (
 // skips: when the CLI cannot be found or built, or the server does not start, t fails with the
 // reason. Unless opts say otherwise, the server's log goes to a file in t.TempDir() and Binary's
 // messages to t's output; when t has failed, the end of the log is shown before the server stops.
+//
+// With $BGCHECK_TEST_TEMPORAL=postgres (StoreEnv) it starts a Temporal cluster on the tests'
+// PostgreSQL instead, in fresh databases, unless opts name a Postgres already.
 func Start(t testing.TB, opts devtemporal.Options) *devtemporal.Server {
 	t.Helper()
+	if OnPostgres() && opts.Postgres == nil {
+		opts.Postgres = NewPostgres(t)
+	}
 	if opts.LogFile == "" {
 		opts.LogFile = filepath.Join(t.TempDir(), "temporal.log")
 	}
