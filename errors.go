@@ -85,7 +85,10 @@ const (
 	// CodeSSOInUse refuses to disable or delete the last connection of an account that requires
 	// SSO.
 	CodeSSOInUse Code = "sso_in_use"
-	CodeInternal Code = "internal"
+	// CodeSSOUnavailable: the connection cannot start a sign-in now (its identity provider did
+	// not answer discovery, or its metadata expired); the caller's credentials are not at fault.
+	CodeSSOUnavailable Code = "sso_unavailable"
+	CodeInternal       Code = "internal"
 )
 
 // FieldError names one request field that failed validation and says why.

@@ -24,7 +24,9 @@ type SSOConnection struct {
 	Name            string      `json:"name"`
 	Enabled         bool        `json:"enabled"`
 	JITProvisioning bool        `json:"jit_provisioning"`
-	Domains         []string    `json:"domains"`
+	// Domains are every e-mail domain the connection claims; DomainClaims say which are verified.
+	Domains      []string    `json:"domains"`
+	DomainClaims []SSODomain `json:"-"`
 
 	OIDCIssuer          string `json:"-"`
 	OIDCClientID        string `json:"-"`
@@ -43,6 +45,42 @@ type SSOConnection struct {
 	LastTestDetail *string    `json:"-"`
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
+}
+
+// SSODomain is an e-mail domain a connection claims. It routes sign-ins, and vouches for the
+// e-mails an identity provider sends, only once the account proved it holds the domain's DNS:
+// the TXT record SSODomainRecordName(domain) holding SSODomainRecordValue(token).
+type SSODomain struct {
+	Domain     string
+	Token      string
+	VerifiedAt *time.Time
+}
+
+// SSODomainRecordName is where the TXT record that proves a domain is looked up.
+func SSODomainRecordName(domain string) string { return "_bgcheck-challenge." + domain }
+
+// SSODomainRecordValue is the TXT record's text for a claim's token.
+func SSODomainRecordValue(token string) string { return "bgcheck-domain-verification=" + token }
+
+// VerifiedDomain reports whether the connection owns domain (lowercase) after proving it.
+func (c *SSOConnection) VerifiedDomain(domain string) bool {
+	for _, d := range c.DomainClaims {
+		if d.Domain == domain && d.VerifiedAt != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// VerifiedDomains lists the domains the connection proved.
+func (c *SSOConnection) VerifiedDomains() []string {
+	var out []string
+	for _, d := range c.DomainClaims {
+		if d.VerifiedAt != nil {
+			out = append(out, d.Domain)
+		}
+	}
+	return out
 }
 
 // SSOIdentity is who an identity provider says signed in, after every check of its answer:

@@ -109,6 +109,11 @@ var errSSORequired = &bgcheck.Error{Code: bgcheck.CodeSSORequired,
 	Detail: "your account requires single sign-on: sign in through your identity provider with " +
 		"POST /api/v1/auth/sso/start {\"email\": ...}, or \"Continue\" with your e-mail on the dashboard's sign-in page"}
 
+// errSSOSessionEnded refuses to refresh a single sign-on whose connection no longer lets the
+// user in.
+var errSSOSessionEnded = &bgcheck.Error{Code: bgcheck.CodeInvalidToken,
+	Detail: "the SSO connection this sign-in came through is disabled or changed: sign in again"}
+
 // refuseIfSSORequired answers errSSORequired for an admin who must sign in through SSO.
 func (s *Server) refuseIfSSORequired(ctx context.Context, userID string) error {
 	required, err := s.db.SSORequiredFor(ctx, userID)
@@ -239,9 +244,20 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	if len(claims.AMR) > 0 {
 		sub.Method = claims.AMR[0]
 	}
-	// A sign-in made before the account required SSO ends at its next refresh.
+	// A sign-in made before the account required SSO ends at its next refresh; so does one
+	// made through a connection since disabled, deleted or pointed at another IdP.
 	if sub.Method != auth.MethodSSO && claims.Role == bgcheck.RoleAdmin {
 		if err := s.refuseIfSSORequired(r.Context(), claims.Subject); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
+	if sub.Method == auth.MethodSSO {
+		ok, err := s.db.SSOSessionValid(r.Context(), claims.Subject, claims.SSOConnection)
+		if err == nil && !ok {
+			err = errSSOSessionEnded
+		}
+		if err != nil {
 			writeError(w, r, err)
 			return
 		}

@@ -54,6 +54,7 @@ var statusOf = map[bgcheck.Code]int{
 	bgcheck.CodeDomainTaken:          http.StatusConflict,
 	bgcheck.CodeSSONotVerified:       http.StatusConflict,
 	bgcheck.CodeSSOInUse:             http.StatusConflict,
+	bgcheck.CodeSSOUnavailable:       http.StatusBadGateway,
 	bgcheck.CodeInternal:             http.StatusInternalServerError,
 	codeMethodNotAllowed:             http.StatusMethodNotAllowed,
 }

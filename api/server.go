@@ -7,6 +7,7 @@ import (
 	"context"
 	_ "embed"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -76,6 +77,9 @@ type Options struct {
 	// (BGCHECK_SSO_PRIVATE_NETWORKS), and the only ones plain http is accepted to; every other
 	// IdP fetch must reach a public address.
 	SSOPrivateNetworks []netip.Prefix
+	// Resolver looks up the DNS TXT records that prove an SSO connection holds an e-mail
+	// domain; nil means net.DefaultResolver. Tests point it at a DNS server of their own.
+	Resolver *net.Resolver
 	// PasswordSlots bounds concurrent argon2id work (login, register); 0 means
 	// auth.DefaultPasswordSlots. Past it a sign-in waits a moment, then gets 503.
 	PasswordSlots int
@@ -142,10 +146,13 @@ func New(db *postgres.DB, keys *auth.Verifier, opts Options) *Server {
 	if opts.Gatherer == nil {
 		opts.Gatherer = prometheus.NewRegistry()
 	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
+	}
 	s := &Server{db: db, keys: keys, opts: opts, log: log, tokens: opts.Tokens,
 		metrics: opts.Metrics, serveMetrics: metrics.Handler(opts.Gatherer, log),
 		ssoClient: sso.NewHTTPClient(opts.SSOPrivateNetworks)}
-	s.oidc = sso.NewOIDC(s.ssoClient)
+	s.oidc = sso.NewOIDC(s.ssoClient, opts.SSOPrivateNetworks)
 	if db != nil {
 		s.sessions = auth.NewSessionChecker(db, 0)
 		s.passwords = auth.NewPasswordSlots(opts.PasswordSlots)

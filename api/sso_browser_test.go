@@ -39,7 +39,7 @@ func TestDashboardSSOSignInInTheBrowser(t *testing.T) {
 	if who != "alice@acme.test" {
 		t.Fatalf("signed in as %q", who)
 	}
-	if !strings.Contains(settings, c.OIDC.RedirectURI) || !strings.Contains(settings, "acme.test") {
+	if !strings.Contains(settings, c.OIDC.RedirectURI) || !strings.Contains(settings, "acme.test") || !strings.Contains(settings, "verified") {
 		t.Fatalf("the SSO settings read %q", settings)
 	}
 	if strings.Contains(location, "code=") {

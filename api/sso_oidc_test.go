@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,11 +19,11 @@ func (s *ssoScene) oidcConnection() (*idptest.OIDCProvider, ssoConnectionJSON) {
 	op.AddUser("mallory", "mallory-password", "mallory@elsewhere.test", true)
 	op.AddUser("unverified", "unverified-password", "unverified@acme.test", false)
 	c := decode[ssoConnectionJSON](s.t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
-		"protocol": "oidc", "name": "Acme IdP", "enabled": true, "domains": []string{"ACME.test"},
+		"protocol": "oidc", "name": "Acme IdP", "enabled": true, "jit_provisioning": true, "domains": []string{"ACME.test"},
 		"oidc": map[string]any{"issuer": op.Issuer, "client_id": "bgcheck", "client_secret": "client-secret"},
 	}), http.StatusCreated)
 	op.AddClient("bgcheck", "client-secret", c.OIDC.RedirectURI)
-	return op, c
+	return op, s.verifyDomains(c)
 }
 
 // oidcSignIn walks a browser through sign-in at the provider and returns the last page.
@@ -86,7 +87,7 @@ func TestOIDCSignInCreatesAnAdminThenFindsThemAgain(t *testing.T) {
 	_, c := s.oidcConnection()
 
 	// First sign-in: nobody has alice's e-mail, so she is created as an admin of account A.
-	pair, claims := s.exchange(s.codeFrom(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password")))
+	pair, claims := s.exchange(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"))
 	if len(claims.AMR) != 1 || claims.AMR[0] != "sso" || claims.SSOConnection != c.ID || claims.Role != bgcheck.RoleAdmin || claims.Account != s.a.ID {
 		t.Fatalf("claims %+v", claims)
 	}
@@ -97,7 +98,7 @@ func TestOIDCSignInCreatesAnAdminThenFindsThemAgain(t *testing.T) {
 	decode[map[string]any](t, s.bearer("GET", "/api/v1/admin/overview", pair.AccessToken, nil), 200)
 
 	// A second sign-in, in another browser, finds the same user by the provider's subject.
-	_, again := s.exchange(s.codeFrom(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password")))
+	_, again := s.exchange(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"))
 	if again.Subject != claims.Subject || s.countUsers("alice@acme.test") != 1 || s.countIdentities() != 1 {
 		t.Fatalf("second sign-in is user %s (first %s); %d users, %d identities", again.Subject, claims.Subject,
 			s.countUsers("alice@acme.test"), s.countIdentities())
@@ -117,7 +118,7 @@ func TestOIDCSignInLinksTheExistingAdmin(t *testing.T) {
 	s := newSSOScene(t)
 	op, _ := s.oidcConnection()
 	op.AddUser("owner", "owner-idp-password", "owner@acme.test", true)
-	_, claims := s.exchange(s.codeFrom(s.oidcSignIn(s.browser(), "owner@acme.test", "owner", "owner-idp-password")))
+	_, claims := s.exchange(s.oidcSignIn(s.browser(), "owner@acme.test", "owner", "owner-idp-password"))
 	owner, _, err := s.db.FindUserByEmail(t.Context(), "owner@acme.test")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestOIDCSignInRefusals(t *testing.T) {
 	})
 	t.Run("an e-mail outside the connection's domains", func(t *testing.T) {
 		detail := wantRefused(t, s.oidcSignIn(s.browser(), "someone@acme.test", "mallory", "mallory-password"), 401, bgcheck.CodeSSOFailed)
-		if !strings.Contains(detail, "outside this connection's domains") || s.countUsers("mallory@elsewhere.test") != 0 {
+		if !strings.Contains(detail, "outside this connection's verified domains") || s.countUsers("mallory@elsewhere.test") != 0 {
 			t.Fatalf("detail %q", detail)
 		}
 	})
@@ -188,7 +189,7 @@ func TestOIDCSignInRefusals(t *testing.T) {
 		s.user(s.b.ID, "bob@acme.test", bgcheck.RoleAdmin, adminPassword)
 		op.AddUser("bob", "bob-password", "bob@acme.test", true)
 		detail := wantRefused(t, s.oidcSignIn(s.browser(), "bob@acme.test", "bob", "bob-password"), 401, bgcheck.CodeSSOFailed)
-		if !strings.Contains(detail, "outside this account") || s.countIdentities() != 0 {
+		if !strings.Contains(detail, "not an admin of the account") || s.countIdentities() != 0 {
 			t.Fatalf("detail %q", detail)
 		}
 	})
@@ -212,31 +213,48 @@ func TestOIDCSignInRefusals(t *testing.T) {
 		wantProblem(t, s.do("POST", "/api/v1/auth/sso/start", "", map[string]any{"email": "alice@acme.test"}), 404, bgcheck.CodeSSONotConfigured)
 	})
 	t.Run("a used code", func(t *testing.T) {
-		code := s.codeFrom(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"))
-		s.exchange(code)
-		wantProblem(t, s.do("POST", "/api/v1/auth/sso/exchange", "", map[string]any{"code": code}), 401, bgcheck.CodeSSOFailed)
+		end := s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password")
+		s.exchange(end)
+		wantRefused(t, s.exchangeIn(end.Browser, s.codeFrom(end)), 401, bgcheck.CodeSSOFailed)
+	})
+	t.Run("a code carried to another browser", func(t *testing.T) {
+		// Someone signs in at their IdP and plants the dashboard link with their code on a
+		// victim: the victim's browser lacks the binding cookie, and the code dies unused.
+		end := s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password")
+		detail := wantRefused(t, s.exchangeIn(s.browser(), s.codeFrom(end)), 401, bgcheck.CodeSSOFailed)
+		if !strings.Contains(detail, "another browser") {
+			t.Fatalf("detail %q", detail)
+		}
+		wantRefused(t, s.exchangeIn(end.Browser, s.codeFrom(end)), 401, bgcheck.CodeSSOFailed)
 	})
 	wantProblem(t, s.do("POST", "/api/v1/auth/sso/start", "", map[string]any{"email": "x@nowhere.test"}), 404, bgcheck.CodeSSONotConfigured)
 	wantFieldError(t, s.do("POST", "/api/v1/auth/sso/start", "", map[string]any{}), "email")
 }
 
-func TestOIDCConnectionTestSignsNobodyIn(t *testing.T) {
-	s := newSSOScene(t)
-	_, c := s.oidcConnection()
-	decode[ssoConnectionJSON](t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"enabled": false}), 200)
+// testConnection runs a connection's test in a browser, signing in at the OIDC provider as
+// username, and returns the connection as it is after.
+func (s *ssoScene) testConnection(c ssoConnectionJSON, username, password string) ssoConnectionJSON {
+	s.t.Helper()
 	b := s.browser()
 	var start struct {
 		RedirectURL string `json:"redirect_url"`
 	}
 	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/api/v1/admin/sso/connections/"+c.ID+"/test", nil)
 	req.Header.Set("Authorization", "Bearer "+s.adminA)
-	decodeInto(t, b.Do(t, req).Body, &start)
-	login := b.Get(t, start.RedirectURL)
-	end := b.Submit(t, login, map[string]string{"username": "alice", "password": "alice-password"})
+	decodeInto(s.t, b.Do(s.t, req).Body, &start)
+	login := b.Get(s.t, start.RedirectURL)
+	end := b.Submit(s.t, login, map[string]string{"username": username, "password": password})
 	if loc := end.Location(); loc == nil || loc.Fragment != "/settings?sso_test="+c.ID {
-		t.Fatalf("test ended at %v", end.Header.Get("Location"))
+		s.t.Fatalf("test ended at %v", end.Header.Get("Location"))
 	}
-	got := decode[ssoConnectionJSON](t, s.bearer("GET", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 200)
+	return decode[ssoConnectionJSON](s.t, s.bearer("GET", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 200)
+}
+
+func TestOIDCConnectionTestSignsNobodyIn(t *testing.T) {
+	s := newSSOScene(t)
+	_, c := s.oidcConnection()
+	decode[ssoConnectionJSON](t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"enabled": false}), 200)
+	got := s.testConnection(c, "alice", "alice-password")
 	if got.LastTest == nil || !got.LastTest.OK || !strings.Contains(got.LastTest.Detail, "alice@acme.test") ||
 		!strings.Contains(got.LastTest.Detail, "created") || got.LastSignInAt != nil || s.countUsers("alice@acme.test") != 0 {
 		t.Fatalf("last test %+v; last sign-in %v; users %d", got.LastTest, got.LastSignInAt, s.countUsers("alice@acme.test"))
@@ -251,7 +269,7 @@ func TestSSOEnforcementBlocksPasswordSignIn(t *testing.T) {
 
 	// Not before a sign-in through SSO has worked.
 	wantProblem(t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true}), 409, bgcheck.CodeSSONotVerified)
-	s.exchange(s.codeFrom(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password")))
+	s.exchange(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"))
 	// The break-glass admin must have a password: alice, created by SSO, has none.
 	alice, _, _ := s.db.FindUserByEmail(t.Context(), "alice@acme.test")
 	wantFieldError(t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true, "break_glass_user_id": alice.ID}), "break_glass_user_id")
@@ -260,7 +278,7 @@ func TestSSOEnforcementBlocksPasswordSignIn(t *testing.T) {
 		Required   bool    `json:"required"`
 		BreakGlass *string `json:"break_glass_user_id"`
 	}
-	decodeInto(t, string(s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true}).Body), &e)
+	decodeInto(t, string(decode[json.RawMessage](t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true}), 200)), &e)
 	owner, _, _ := s.db.FindUserByEmail(t.Context(), "owner@acme.test")
 	if !e.Required || e.BreakGlass == nil || *e.BreakGlass != owner.ID {
 		t.Fatalf("enforcement %+v", e)
@@ -277,7 +295,7 @@ func TestSSOEnforcementBlocksPasswordSignIn(t *testing.T) {
 	// The break-glass admin, another account's admins, and SSO itself still work.
 	s.login("owner@acme.test", adminPassword)
 	s.login("owner@b.test", adminPassword)
-	s.exchange(s.codeFrom(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password")))
+	s.exchange(s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"))
 	// The last connection cannot go while SSO is required.
 	wantProblem(t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"enabled": false}), 409, bgcheck.CodeSSOInUse)
 	wantProblem(t, s.bearer("DELETE", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 409, bgcheck.CodeSSOInUse)

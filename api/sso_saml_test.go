@@ -28,8 +28,9 @@ func (s *ssoScene) samlConnection(extra map[string]any) (*idptest.SAMLIdP, ssoCo
 		settings[k] = v
 	}
 	c := decode[ssoConnectionJSON](s.t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
-		"protocol": "saml", "name": "Acme SAML", "enabled": true, "domains": []string{"acme.test"}, "saml": settings,
+		"protocol": "saml", "name": "Acme SAML", "enabled": true, "jit_provisioning": true, "domains": []string{"acme.test"}, "saml": settings,
 	}), http.StatusCreated)
+	c = s.verifyDomains(c)
 	md := s.do("GET", "/api/v1/auth/sso/saml/"+c.ID+"/metadata", "", nil)
 	if md.Status != 200 || md.Header.Get("Content-Type") != "application/samlmetadata+xml" {
 		s.t.Fatalf("SP metadata: %d %s", md.Status, md.Body)
@@ -79,7 +80,7 @@ func TestSAMLSignInCreatesAnAdminThenFindsThemAgain(t *testing.T) {
 	}
 	b := s.browser()
 	acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
-	_, claims := s.exchange(s.codeFrom(b.Post(t, acs, form)))
+	_, claims := s.exchange(b.Post(t, acs, form))
 	if len(claims.AMR) != 1 || claims.AMR[0] != "sso" || claims.SSOConnection != c.ID || claims.Account != s.a.ID || claims.Role != bgcheck.RoleAdmin {
 		t.Fatalf("claims %+v", claims)
 	}
@@ -90,7 +91,7 @@ func TestSAMLSignInCreatesAnAdminThenFindsThemAgain(t *testing.T) {
 	}
 	b2 := s.browser()
 	acs, form = s.samlLogin(b2, "carol@acme.test", "carol", "carol-password")
-	_, again := s.exchange(s.codeFrom(b2.Post(t, acs, form)))
+	_, again := s.exchange(b2.Post(t, acs, form))
 	if again.Subject != claims.Subject || s.countUsers("carol@acme.test") != 1 || s.countIdentities() != 1 {
 		t.Fatalf("second sign-in is %s, first %s", again.Subject, claims.Subject)
 	}
@@ -159,7 +160,7 @@ func TestSAMLSignInRefusals(t *testing.T) {
 	t.Run("an e-mail outside the connection's domains", func(t *testing.T) {
 		b := s.browser()
 		acs, form := s.samlLogin(b, "someone@acme.test", "eve", "eve-password")
-		refused(t, b, acs, form, "outside this connection's domains")
+		refused(t, b, acs, form, "outside this connection's verified domains")
 	})
 	t.Run("a response without a sign-in, IdP-initiated being off", func(t *testing.T) {
 		b := s.browser()
@@ -192,7 +193,7 @@ func TestSAMLIdPInitiatedSignInWithReplayCache(t *testing.T) {
 	if form.Get("RelayState") != "" {
 		t.Fatalf("IdP-initiated response with RelayState %q", form.Get("RelayState"))
 	}
-	s.exchange(s.codeFrom(b.Post(t, acs, form)))
+	s.exchange(b.Post(t, acs, form))
 	detail := wantRefused(t, b.Post(t, acs, form), 401, bgcheck.CodeSSOFailed)
 	if !strings.Contains(detail, "presented before") {
 		t.Fatalf("replay detail %q", detail)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -105,13 +106,13 @@ func (s *Server) beginSSO(w http.ResponseWriter, r *http.Request, c *bgcheck.SSO
 		st.Nonce, st.PKCEVerifier = randomToken(), oauth2.GenerateVerifier()
 		u, err := s.oidc.AuthCodeURL(r.Context(), s.oidcConfig(c, ""), state, st.Nonce, st.PKCEVerifier)
 		if err != nil {
-			return "", err
+			return "", s.unavailable(r, c, err)
 		}
 		redirect = u
 	case bgcheck.SSOProtocolSAML:
 		sp, err := s.samlFor(r.Context(), c)
 		if err != nil {
-			return "", err
+			return "", s.unavailable(r, c, err)
 		}
 		if redirect, st.SAMLRequestID, err = sp.AuthnRequestURL(state); err != nil {
 			return "", err
@@ -120,15 +121,36 @@ func (s *Server) beginSSO(w http.ResponseWriter, r *http.Request, c *bgcheck.SSO
 	if err := s.db.CreateSSOLoginState(r.Context(), st); err != nil {
 		return "", err
 	}
+	// The IdP posts a SAML response from its own site: a Lax cookie would stay behind.
+	s.setBindingCookie(w, binding, ssoStateTTL, c.Protocol == bgcheck.SSOProtocolSAML)
+	return redirect, nil
+}
+
+// setBindingCookie sets (or, with ttl 0, clears) the cookie that ties a sign-in to this browser.
+// It is sent only to the SSO routes, never to scripts.
+func (s *Server) setBindingCookie(w http.ResponseWriter, value string, ttl time.Duration, crossSitePost bool) {
 	secure := strings.HasPrefix(s.opts.PublicURL, "https://")
-	cookie := &http.Cookie{Name: ssoBindingCookie, Value: binding, Path: "/api/v1/auth/sso/",
-		MaxAge: int(ssoStateTTL.Seconds()), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
-	if secure && c.Protocol == bgcheck.SSOProtocolSAML {
-		// The IdP posts the response from its own site: a Lax cookie would stay behind.
+	cookie := &http.Cookie{Name: ssoBindingCookie, Value: value, Path: "/api/v1/auth/sso/",
+		MaxAge: int(ttl.Seconds()), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
+	if ttl == 0 {
+		cookie.MaxAge = -1
+	}
+	if secure && crossSitePost {
 		cookie.SameSite = http.SameSiteNoneMode
 	}
 	http.SetCookie(w, cookie)
-	return redirect, nil
+}
+
+// unavailable turns a connection that cannot start a sign-in (its IdP unreachable, its
+// metadata expired) into sso_unavailable: the fault is the connection's, not the caller's
+// credentials, so it must not read as a 401 that signs a dashboard out.
+func (s *Server) unavailable(r *http.Request, c *bgcheck.SSOConnection, err error) error {
+	var e *bgcheck.Error
+	if !errors.As(err, &e) || e.Code != bgcheck.CodeSSOFailed {
+		return err
+	}
+	requestLogger(r).Warn("SSO: cannot start a sign-in", "connection_id", c.ID, "err", err)
+	return &bgcheck.Error{Code: bgcheck.CodeSSOUnavailable, Detail: e.Detail}
 }
 
 func (s *Server) oidcConfig(c *bgcheck.SSOConnection, secret string) sso.OIDCConfig {
@@ -228,8 +250,10 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 // connection allows it.
 func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 	connID := chi.URLParam(r, "connectionID")
+	// Base64, then form encoding (which triples "+", "/" and "="), of the largest response read.
+	r.Body = http.MaxBytesReader(w, r.Body, 4*sso.MaxResponseBytes)
 	if err := r.ParseForm(); err != nil {
-		s.ssoFailed(w, r, nil, "", bgcheck.Errorf(bgcheck.CodeMalformedJSON, "the SAML POST could not be read: %v", err))
+		s.ssoFailed(w, r, nil, "", &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the SAML POST could not be read as a form"})
 		return
 	}
 	c, err := s.db.FindSSOConnectionByID(r.Context(), connID)
@@ -294,18 +318,27 @@ func (s *Server) handleSAMLMetadata(w http.ResponseWriter, r *http.Request) {
 // the connection's domains. A test records the outcome and signs nobody in; a sign-in finds,
 // links or creates the admin and hands the dashboard a one-time code.
 func (s *Server) finishSSO(w http.ResponseWriter, r *http.Request, c *bgcheck.SSOConnection, purpose string, id bgcheck.SSOIdentity) {
-	if err := checkSSOIdentity(c, id); err != nil {
+	// A test may run before the domains are proven in DNS, to check the IdP's side first.
+	if err := checkSSOIdentity(c, id, purpose == postgres.SSOPurposeTest); err != nil {
 		s.ssoFailed(w, r, c, purpose, err)
 		return
 	}
 	log := requestLogger(r).With("connection_id", c.ID)
 	if purpose == postgres.SSOPurposeTest {
-		how, err := s.db.PreviewSSOSignIn(r.Context(), c, id)
-		if err != nil {
-			s.ssoFailed(w, r, c, purpose, err)
-			return
+		detail, how := "the identity provider signed in "+id.Email+" (subject "+id.Subject+")", "pending"
+		if c.VerifiedDomain(emailDomain(id.Email)) {
+			var err error
+			if how, err = s.db.PreviewSSOSignIn(r.Context(), c, id); err != nil {
+				s.ssoFailed(w, r, c, purpose, err)
+				return
+			}
+			detail += "; " + previewText[how]
+		} else {
+			// What a sign-in would do depends on who has the e-mail: that is told only about a
+			// domain the account has proven it holds.
+			detail += "; who they would be is shown once " + emailDomain(id.Email) +
+				" is verified (publish its TXT record), and nobody signs in through it until then"
 		}
-		detail := "the identity provider signed in " + id.Email + " (subject " + id.Subject + "); " + previewText[how]
 		if err := s.db.RecordSSOTest(r.Context(), c.ID, how != "refused", detail); err != nil {
 			writeError(w, r, err)
 			return
@@ -323,11 +356,14 @@ func (s *Server) finishSSO(w http.ResponseWriter, r *http.Request, c *bgcheck.SS
 		s.ssoFailed(w, r, c, purpose, err)
 		return
 	}
-	code := randomToken()
-	if err := s.db.CreateSSOGrant(r.Context(), hashToken(code), res.User.ID, c.ID, time.Now().Add(ssoGrantTTL)); err != nil {
+	// The code is good only with a new binding cookie, set on this answer: a code carried to
+	// another browser (a link planted by someone who signed in at their own IdP) is refused.
+	code, binding := randomToken(), randomToken()
+	if err := s.db.CreateSSOGrant(r.Context(), hashToken(code), hashToken(binding), res.User.ID, c.ID, time.Now().Add(ssoGrantTTL)); err != nil {
 		writeError(w, r, err)
 		return
 	}
+	s.setBindingCookie(w, binding, ssoGrantTTL, false)
 	log.Info("SSO sign-in", "user_id", res.User.ID, "how", res.How)
 	http.Redirect(w, r, s.dashboardURL("#/sso?code="+url.QueryEscape(code)), http.StatusSeeOther)
 }
@@ -336,19 +372,24 @@ var previewText = map[string]string{
 	"identity": "they have signed in through this connection before and would again",
 	"linked":   "the admin with this e-mail would be linked to this identity",
 	"created":  "a new admin would be created with this e-mail on first sign-in",
-	"refused":  "they would be refused: the e-mail belongs to a user outside this account, or no admin has it and first-sign-in creation is off",
+	"refused":  "they would be refused: they are not an admin of this account and cannot become one by signing in",
 }
 
-// checkSSOIdentity refuses an identity whose e-mail the connection may not vouch for.
-func checkSSOIdentity(c *bgcheck.SSOConnection, id bgcheck.SSOIdentity) error {
+// checkSSOIdentity refuses an identity whose e-mail the connection may not vouch for: one in a
+// domain it has not verified (or, with pending, not even claimed).
+func checkSSOIdentity(c *bgcheck.SSOConnection, id bgcheck.SSOIdentity, pending bool) error {
 	switch {
 	case id.Email == "":
 		return &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the identity provider sent no e-mail address: map one (email) in its settings"}
+	case checkEmail(id.Email) != "":
+		return &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the identity provider sent an e-mail address that is not one"}
 	case !id.EmailVerified:
 		return &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the identity provider does not vouch for the e-mail " + id.Email + " (email_verified is false)"}
-	case !slices.Contains(c.Domains, emailDomain(id.Email)):
-		return &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the e-mail " + id.Email + " is outside this connection's domains (" +
-			strings.Join(c.Domains, ", ") + ")"}
+	case pending && slices.Contains(c.Domains, emailDomain(id.Email)):
+		return nil
+	case !c.VerifiedDomain(emailDomain(id.Email)):
+		return &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the e-mail " + id.Email + " is outside this connection's verified domains (" +
+			strings.Join(c.VerifiedDomains(), ", ") + ")"}
 	}
 	return nil
 }
@@ -361,14 +402,16 @@ func (s *Server) dashboardURL(fragment string) string {
 // which shows the reason; any other client gets problem+json. A test's failure is recorded on
 // the connection too.
 func (s *Server) ssoFailed(w http.ResponseWriter, r *http.Request, c *bgcheck.SSOConnection, purpose string, err error) {
-	e, ok := err.(*bgcheck.Error)
+	var e *bgcheck.Error
+	ok := errors.As(err, &e)
 	if c != nil && purpose == postgres.SSOPurposeTest && ok {
 		if rerr := s.db.RecordSSOTest(r.Context(), c.ID, false, e.Detail); rerr != nil {
 			requestLogger(r).Error("SSO: recording a failed test", "err", rerr)
 		}
 	}
 	if ok {
-		requestLogger(r).Info("SSO sign-in refused", "code", e.Code, "detail", e.Detail)
+		// err may carry the protocol library's words (sso.Refusal): the log keeps them.
+		requestLogger(r).Info("SSO sign-in refused", "code", e.Code, "err", err)
 	}
 	if r.Header.Get("Sec-Fetch-Mode") == "navigate" && ok {
 		target := "#/signin?sso_error=" + url.QueryEscape(e.Detail)
@@ -382,7 +425,8 @@ func (s *Server) ssoFailed(w http.ResponseWriter, r *http.Request, c *bgcheck.SS
 }
 
 // handleSSOExchange trades the one-time code of a finished SSO sign-in for the usual tokens,
-// whose amr is ["sso"] and sso_conn the connection.
+// whose amr is ["sso"] and sso_conn the connection. The browser must send the binding cookie
+// the sign-in's last redirect set.
 func (s *Server) handleSSOExchange(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Code *string `json:"code"`
@@ -395,7 +439,8 @@ func (s *Server) handleSSOExchange(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, bgcheck.ValidationError(bgcheck.FieldError{Field: "code", Message: "is required"}))
 		return
 	}
-	user, conn, err := s.db.UseSSOGrant(r.Context(), hashToken(*req.Code))
+	user, conn, err := s.db.UseSSOGrant(r.Context(), hashToken(*req.Code), s.bindingHash(r))
+	s.setBindingCookie(w, "", 0, false)
 	if err != nil {
 		writeError(w, r, err)
 		return

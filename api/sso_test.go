@@ -26,6 +26,7 @@ import (
 // with account A (domain acme.test) and account B, each with a password admin.
 type ssoScene struct {
 	*env
+	dns            *idptest.DNS // where the domains' TXT records are published
 	a, b           account
 	adminA, adminB string // access tokens
 }
@@ -45,13 +46,19 @@ func newSSOScene(t *testing.T) *ssoScene {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	keys := auth.NewVerifier(db, 0, log)
+	dns := idptest.StartDNS(t)
 	handler := api.New(db, keys, api.Options{Logger: log, Tokens: tokens, PublicURL: "http://" + ln.Addr().String(),
-		SSOPrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}).Handler()
+		SSOPrivateNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Resolver: dns.Resolver()}).Handler()
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: handler}}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	e := &env{t: t, db: db, keys: keys, srv: srv, logs: logs}
-	s := &ssoScene{env: e, a: e.newAccount(), b: e.newAccount()}
+	s := &ssoScene{env: e, dns: dns, a: e.newAccount(), b: e.newAccount()}
+	// Each account's only admins are the ones named here: the harness's first admin (at
+	// example.com) would stand in the way of requiring SSO.
+	if _, err := db.Pool().Exec(t.Context(), `DELETE FROM users WHERE account_id IN ($1, $2)`, s.a.ID, s.b.ID); err != nil {
+		t.Fatal(err)
+	}
 	e.user(s.a.ID, "owner@acme.test", bgcheck.RoleAdmin, adminPassword)
 	e.user(s.b.ID, "owner@b.test", bgcheck.RoleAdmin, adminPassword)
 	s.adminA = e.login("owner@acme.test", adminPassword).AccessToken
@@ -60,15 +67,22 @@ func newSSOScene(t *testing.T) *ssoScene {
 }
 
 type ssoConnectionJSON struct {
-	ID              string   `json:"id"`
-	Object          string   `json:"object"`
-	Protocol        string   `json:"protocol"`
-	Name            string   `json:"name"`
-	Enabled         bool     `json:"enabled"`
-	JITProvisioning bool     `json:"jit_provisioning"`
-	Domains         []string `json:"domains"`
-	LastSignInAt    *string  `json:"last_sign_in_at"`
-	OIDC            *struct {
+	ID                 string   `json:"id"`
+	Object             string   `json:"object"`
+	Protocol           string   `json:"protocol"`
+	Name               string   `json:"name"`
+	Enabled            bool     `json:"enabled"`
+	JITProvisioning    bool     `json:"jit_provisioning"`
+	Domains            []string `json:"domains"`
+	LastSignInAt       *string  `json:"last_sign_in_at"`
+	DomainVerification []struct {
+		Domain      string `json:"domain"`
+		Status      string `json:"status"`
+		RecordType  string `json:"record_type"`
+		RecordName  string `json:"record_name"`
+		RecordValue string `json:"record_value"`
+	} `json:"domain_verification"`
+	OIDC *struct {
 		Issuer          string `json:"issuer"`
 		ClientID        string `json:"client_id"`
 		ClientSecretSet bool   `json:"client_secret_set"`
@@ -120,12 +134,38 @@ func (s *ssoScene) codeFrom(p *idptest.Page) string {
 	return q.Get("code")
 }
 
-// exchange trades a code for tokens and returns their claims too.
-func (s *ssoScene) exchange(code string) (pairJSON, *auth.Claims) {
+// exchange trades the code a sign-in ended with for tokens, from the browser it ended in (as
+// the dashboard does), and returns their claims too.
+func (s *ssoScene) exchange(end *idptest.Page) (pairJSON, *auth.Claims) {
 	s.t.Helper()
-	pair := decode[pairJSON](s.t, s.do("POST", "/api/v1/auth/sso/exchange", "", map[string]any{"code": code}), 200)
+	p := s.exchangeIn(end.Browser, s.codeFrom(end))
+	pair := decode[pairJSON](s.t, &response{Status: p.Status, Header: p.Header, Body: []byte(p.Body)}, 200)
 	_, claims := parseClaims(s.t, pair.AccessToken)
 	return pair, claims
+}
+
+// exchangeIn posts a code to the exchange from browser b.
+func (s *ssoScene) exchangeIn(b *idptest.Browser, code string) *idptest.Page {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/api/v1/auth/sso/exchange", strings.NewReader(`{"code":"`+code+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	return b.Do(s.t, req)
+}
+
+// verifyDomains publishes the TXT record of each of the connection's pending domains and has
+// the API verify them.
+func (s *ssoScene) verifyDomains(c ssoConnectionJSON) ssoConnectionJSON {
+	s.t.Helper()
+	for _, d := range c.DomainVerification {
+		s.dns.Publish(d.RecordName, d.RecordValue)
+	}
+	c = decode[ssoConnectionJSON](s.t, s.bearer("POST", "/api/v1/admin/sso/connections/"+c.ID+"/verify-domains", s.adminA, nil), 200)
+	for _, d := range c.DomainVerification {
+		if d.Status != "verified" {
+			s.t.Fatalf("domain %s still %s", d.Domain, d.Status)
+		}
+	}
+	return c
 }
 
 // wantRefused asserts a page is the API's problem+json refusal of a sign-in and returns its

@@ -48,6 +48,7 @@ func TestEndpointSecretsAreSealedAtRestAndRotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	tn, eps := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"}, []string{"*"})
+	sso := ssoAccount(t, db, "acme.test") // an OIDC client secret, sealed the same way
 	secret := webhook.NewSecret()
 	// With an overlap, so the rotated-out secret is sealed under the old key too.
 	if _, err := db.RotateEndpointSecret(ctx, tn, eps[0], secret, time.Hour); err != nil {
@@ -103,7 +104,13 @@ func TestEndpointSecretsAreSealedAtRestAndRotate(t *testing.T) {
 	if n, err := rotated.ResealSecrets(ctx, false); err != nil || n != 2 {
 		t.Fatalf("re-encrypted %d, %v", n, err)
 	}
+	if n, err := rotated.ResealSSOSecrets(ctx); err != nil || n != 1 {
+		t.Fatalf("re-encrypted %d SSO client secrets, %v", n, err)
+	}
 	onlyNew := open(newKey)
+	if got, err := onlyNew.OpenOIDCClientSecret(ctx, sso.ID); err != nil || got != "secret" {
+		t.Fatalf("with only the new key, the client secret reads %q, %v", got, err)
+	}
 	for ep, want := range map[string]string{eps[0]: secret, eps[1]: "whsec_legacy"} {
 		if got := secretOf(t, onlyNew, deliveryTo[ep]); got != want {
 			t.Fatalf("with only the new key, %s reads %q, want %q", ep, got, want)

@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,15 +52,29 @@ const ssoConnectionColumns = `c.id, c.account_id, c.protocol, c.name, c.enabled,
 	coalesce(c.saml_idp_entity_id, ''), coalesce(c.saml_idp_metadata_xml, ''), coalesce(c.saml_idp_metadata_url, ''),
 	c.saml_metadata_fetched_at, c.saml_metadata_valid_until, c.saml_allow_idp_initiated,
 	c.last_sign_in_at, c.last_test_at, c.last_test_ok, c.last_test_detail, c.created_at, c.updated_at,
-	coalesce((SELECT array_agg(d.domain ORDER BY d.domain) FROM sso_domains d WHERE d.connection_id = c.id), '{}')`
+	coalesce((SELECT json_agg(json_build_object('domain', d.domain, 'token', d.verification_token,
+		'verified_at', d.verified_at) ORDER BY d.domain) FROM sso_domains d WHERE d.connection_id = c.id), '[]')`
+
+// ssoDomainRow is a domain claim as the connection query aggregates it.
+type ssoDomainRow struct {
+	Domain     string     `json:"domain"`
+	Token      string     `json:"token"`
+	VerifiedAt *time.Time `json:"verified_at"`
+}
 
 func scanSSOConnection(row pgx.CollectableRow) (*bgcheck.SSOConnection, error) {
 	var c bgcheck.SSOConnection
+	var claims []ssoDomainRow
 	err := row.Scan(&c.ID, &c.AccountID, &c.Protocol, &c.Name, &c.Enabled, &c.JITProvisioning,
 		&c.OIDCIssuer, &c.OIDCClientID, &c.OIDCClientSecretSet,
 		&c.SAMLIdPEntityID, &c.SAMLIdPMetadataXML, &c.SAMLIdPMetadataURL,
 		&c.SAMLMetadataFetchedAt, &c.SAMLMetadataValidTill, &c.SAMLAllowIdPInitiated,
-		&c.LastSignInAt, &c.LastTestAt, &c.LastTestOK, &c.LastTestDetail, &c.CreatedAt, &c.UpdatedAt, &c.Domains)
+		&c.LastSignInAt, &c.LastTestAt, &c.LastTestOK, &c.LastTestDetail, &c.CreatedAt, &c.UpdatedAt, &claims)
+	c.Domains = make([]string, len(claims))
+	for i, d := range claims {
+		c.Domains[i] = d.Domain
+		c.DomainClaims = append(c.DomainClaims, bgcheck.SSODomain{Domain: d.Domain, Token: d.Token, VerifiedAt: d.VerifiedAt})
+	}
 	return &c, err
 }
 
@@ -69,8 +86,8 @@ func oneSSOConnection(rows pgx.Rows, err error) (*bgcheck.SSOConnection, error) 
 	return c, notFound(err)
 }
 
-// CreateSSOConnection stores a connection with its domains. A domain another connection owns is
-// bgcheck.CodeDomainTaken; a second connection of the same protocol in one account is a
+// CreateSSOConnection stores a connection with its domain claims, each pending until verified.
+// A domain another connection has verified is bgcheck.CodeDomainTaken; a second connection of the same protocol in one account is a
 // validation error on protocol.
 func (db *DB) CreateSSOConnection(ctx context.Context, n NewSSOConnection) (*bgcheck.SSOConnection, error) {
 	id := bgcheck.NewID(bgcheck.PrefixSSOConnection)
@@ -115,18 +132,51 @@ func (db *DB) CreateSSOConnection(ctx context.Context, n NewSSOConnection) (*bgc
 	return db.FindSSOConnection(ctx, n.AccountID, id)
 }
 
+// setSSODomains makes domains the connection's claims: a claim it keeps keeps its token and
+// verification, a new one starts pending with a fresh token.
 func setSSODomains(ctx context.Context, tx pgx.Tx, connectionID string, domains []string) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM sso_domains WHERE connection_id = $1`, connectionID); err != nil {
+	if _, err := tx.Exec(ctx, `DELETE FROM sso_domains WHERE connection_id = $1 AND NOT domain = ANY($2)`,
+		connectionID, domains); err != nil {
 		return err
 	}
 	for _, d := range domains {
-		_, err := tx.Exec(ctx, `INSERT INTO sso_domains (domain, connection_id) VALUES ($1, $2)`, d, connectionID)
-		if isUniqueViolation(err, "sso_domains_pkey") {
-			return bgcheck.Errorf(bgcheck.CodeDomainTaken, "the domain %s belongs to another SSO connection", d)
-		}
+		var taken bool
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sso_domains WHERE domain = $1 AND verified_at IS NOT NULL
+			AND connection_id <> $2)`, d, connectionID).Scan(&taken)
 		if err != nil {
 			return err
 		}
+		if taken {
+			return bgcheck.Errorf(bgcheck.CodeDomainTaken, "the domain %s belongs to another SSO connection", d)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sso_domains (connection_id, domain, verification_token) VALUES ($1, $2, $3)
+			ON CONFLICT DO NOTHING`, connectionID, d, newDomainToken()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newDomainToken is a claim's random token, published by the domain's owner in DNS.
+func newDomainToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// VerifySSODomain records that the connection proved it holds domain. A domain another
+// connection verified first is bgcheck.CodeDomainTaken.
+func (db *DB) VerifySSODomain(ctx context.Context, connectionID, domain string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE sso_domains SET verified_at = now()
+		WHERE connection_id = $1 AND domain = $2 AND verified_at IS NULL`, connectionID, domain)
+	if isUniqueViolation(err, "sso_domains_verified_key") {
+		return bgcheck.Errorf(bgcheck.CodeDomainTaken, "the domain %s was verified by another SSO connection first", domain)
+	}
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return bgcheck.ErrNotFound
 	}
 	return nil
 }
@@ -155,10 +205,10 @@ func (db *DB) FindSSOConnectionByID(ctx context.Context, id string) (*bgcheck.SS
 	return oneSSOConnection(rows, err)
 }
 
-// FindSSOConnectionByDomain returns the connection that owns an e-mail domain.
+// FindSSOConnectionByDomain returns the connection that verified an e-mail domain.
 func (db *DB) FindSSOConnectionByDomain(ctx context.Context, domain string) (*bgcheck.SSOConnection, error) {
 	rows, err := db.pool.Query(ctx, `SELECT `+ssoConnectionColumns+` FROM sso_connections c
-		JOIN sso_domains d ON d.connection_id = c.id WHERE d.domain = lower($1)`, domain)
+		JOIN sso_domains d ON d.connection_id = c.id WHERE d.domain = lower($1) AND d.verified_at IS NOT NULL`, domain)
 	return oneSSOConnection(rows, err)
 }
 
@@ -181,6 +231,19 @@ func (db *DB) UpdateSSOConnection(ctx context.Context, accountID, id string, u S
 		fetchedAt = &now
 	}
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		// Another identity provider's subjects mean other people: identities made under the
+		// old issuer or entity id are forgotten, and a sign-in must work again before SSO can
+		// be required.
+		if _, err := tx.Exec(ctx, `
+			WITH changed AS (
+				UPDATE sso_connections SET last_sign_in_at = NULL
+				WHERE account_id = $1 AND id = $2 AND (oidc_issuer IS DISTINCT FROM coalesce($3, oidc_issuer)
+					OR saml_idp_entity_id IS DISTINCT FROM coalesce($4, saml_idp_entity_id))
+				RETURNING id)
+			DELETE FROM sso_identities WHERE connection_id IN (SELECT id FROM changed)`,
+			accountID, id, u.OIDCIssuer, u.SAMLIdPEntityID); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `
 			UPDATE sso_connections SET
 				name = coalesce($3, name),
@@ -235,23 +298,42 @@ func (db *DB) DeleteSSOConnection(ctx context.Context, accountID, id string) err
 	})
 }
 
-// ssoStillReachable refuses a change that leaves an account requiring SSO without an enabled
-// connection with a domain. It locks the account row, as SetSSOEnforcement does, so the two
-// cannot pass each other.
+// ssoStillReachable refuses a change that leaves an admin who must sign in through SSO without
+// an enabled connection that verified their e-mail's domain. It locks the account row, as
+// SetSSOEnforcement does, so the two cannot pass each other.
 func ssoStillReachable(ctx context.Context, tx pgx.Tx, accountID string) error {
-	var required, reachable bool
-	err := tx.QueryRow(ctx, `
-		SELECT a.sso_required, EXISTS (SELECT 1 FROM sso_connections c JOIN sso_domains d ON d.connection_id = c.id
-			WHERE c.account_id = a.id AND c.enabled)
-		FROM accounts a WHERE a.id = $1 FOR UPDATE`, accountID).Scan(&required, &reachable)
-	if err != nil {
+	var required bool
+	var breakGlass *string
+	err := tx.QueryRow(ctx, `SELECT sso_required, sso_break_glass_user_id FROM accounts WHERE id = $1 FOR UPDATE`, accountID).
+		Scan(&required, &breakGlass)
+	if err != nil || !required {
 		return notFound(err)
 	}
-	if required && !reachable {
-		return bgcheck.Errorf(bgcheck.CodeSSOInUse,
-			"the account requires SSO and this is its last enabled connection: turn the requirement off first")
+	stranded, err := adminsWithoutSSO(ctx, tx, accountID, breakGlass)
+	if err != nil {
+		return err
+	}
+	if len(stranded) > 0 {
+		return bgcheck.Errorf(bgcheck.CodeSSOInUse, "the account requires SSO, and after this change %s could not sign in: "+
+			"turn the requirement off first, or keep a connection that verified their domain enabled", strings.Join(stranded, ", "))
 	}
 	return nil
+}
+
+// adminsWithoutSSO lists (up to five) e-mails of the account's admins, other than breakGlass,
+// whose domain no enabled connection of the account has verified: those SSO cannot let in.
+func adminsWithoutSSO(ctx context.Context, tx pgx.Tx, accountID string, breakGlass *string) ([]string, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT u.email FROM users u
+		WHERE u.account_id = $1 AND u.role = 'admin' AND u.id IS DISTINCT FROM $2
+			AND NOT EXISTS (SELECT 1 FROM sso_connections c JOIN sso_domains d ON d.connection_id = c.id
+				WHERE c.account_id = $1 AND c.enabled AND d.verified_at IS NOT NULL
+					AND d.domain = lower(substring(u.email from '@([^@]*)$')))
+		ORDER BY u.email LIMIT 5`, accountID, breakGlass)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // OpenOIDCClientSecret returns a connection's client secret in the clear, for the code exchange.
@@ -281,6 +363,48 @@ func (db *DB) sealSSOSecret(id, secret string) (string, []byte, error) {
 		return "", nil, errNoSecretBox
 	}
 	return db.secrets.Seal([]byte(secret), ssoSecretContext(id))
+}
+
+// ResealSSOSecrets seals again, under the current key, every OIDC client secret sealed under
+// another: part of a key rotation. It returns how many it changed.
+func (db *DB) ResealSSOSecrets(ctx context.Context) (int, error) {
+	if db.secrets == nil {
+		return 0, errNoSecretBox
+	}
+	n := 0
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id, oidc_client_secret_key_id, oidc_client_secret FROM sso_connections
+			WHERE oidc_client_secret IS NOT NULL AND oidc_client_secret_key_id <> $1 FOR UPDATE`, db.secrets.CurrentKeyID())
+		if err != nil {
+			return err
+		}
+		type row struct {
+			ID     string
+			KeyID  string
+			Sealed []byte
+		}
+		stale, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+		if err != nil {
+			return err
+		}
+		for _, r := range stale {
+			plain, err := db.secrets.Open(r.KeyID, r.Sealed, ssoSecretContext(r.ID))
+			if err != nil {
+				return fmt.Errorf("postgres: client secret of SSO connection %s: %w", r.ID, err)
+			}
+			keyID, sealed, err := db.sealSSOSecret(r.ID, string(plain))
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE sso_connections SET oidc_client_secret = $2, oidc_client_secret_key_id = $3
+				WHERE id = $1`, r.ID, sealed, keyID); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // ssoSecretContext binds a sealed client secret to its connection, apart from endpoint secrets.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -94,6 +95,13 @@ type SSOSignIn struct {
 	How string
 }
 
+// errNotAnAdminHere refuses an identity that neither is nor may become an admin of the
+// connection's account. Whether the e-mail belongs to someone elsewhere in the service (a
+// consumer, another account's admin) or to nobody, it reads the same: the service does not say
+// who its users are.
+var errNotAnAdminHere = &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
+	Detail: "this identity is not an admin of the account and cannot become one by signing in: ask one of its admins to invite you"}
+
 // SignInWithSSO finds the admin an identity belongs to: by (connection, subject); else an admin
 // of the connection's account with the same e-mail, who is linked to the identity; else, when
 // the connection provisions just in time, a new admin of that account. A user of another
@@ -135,15 +143,13 @@ func (db *DB) signInWithSSO(ctx context.Context, conn *bgcheck.SSOConnection, id
 			switch {
 			case err == nil:
 				if u.Role != bgcheck.RoleAdmin || u.AccountID == nil || *u.AccountID != conn.AccountID {
-					return &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
-						Detail: "the e-mail belongs to a user outside this account, who cannot sign in through its SSO"}
+					return errNotAnAdminHere
 				}
 				out = &SSOSignIn{User: &u, How: "linked"}
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			case !conn.JITProvisioning:
-				return &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
-					Detail: "no admin of this account has this e-mail, and the connection does not create admins on first sign-in: ask an admin to invite you"}
+				return errNotAnAdminHere
 			default:
 				created, err := createUser(ctx, tx, NewUser{AccountID: conn.AccountID, Email: id.Email, Name: id.Name, Role: bgcheck.RoleAdmin})
 				if err != nil {
@@ -180,33 +186,52 @@ func (db *DB) PreviewSSOSignIn(ctx context.Context, conn *bgcheck.SSOConnection,
 	return how, err
 }
 
-// CreateSSOGrant stores the one-time code a finished sign-in hands the dashboard.
-func (db *DB) CreateSSOGrant(ctx context.Context, codeHash []byte, userID, connectionID string, expiresAt time.Time) error {
+// CreateSSOGrant stores the one-time code a finished sign-in hands the dashboard, bound to the
+// browser it was handed to.
+func (db *DB) CreateSSOGrant(ctx context.Context, codeHash, bindingHash []byte, userID, connectionID string, expiresAt time.Time) error {
 	_, err := db.pool.Exec(ctx, `
 		WITH stale AS (DELETE FROM sso_grants WHERE expires_at < now() - interval '1 day')
-		INSERT INTO sso_grants (code_hash, user_id, connection_id, expires_at) VALUES ($1, $2, $3, $4)`,
-		codeHash, userID, connectionID, expiresAt)
+		INSERT INTO sso_grants (code_hash, binding_hash, user_id, connection_id, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		codeHash, bindingHash, userID, connectionID, expiresAt)
 	return err
 }
 
-// UseSSOGrant spends a one-time code: once, before it expires. It returns the user and the
-// connection they signed in through.
-func (db *DB) UseSSOGrant(ctx context.Context, codeHash []byte) (*bgcheck.User, string, error) {
+// UseSSOGrant spends a one-time code: once, before it expires, in the browser it was handed to
+// (another browser's attempt spends it too). It returns the user and the connection they signed
+// in through.
+func (db *DB) UseSSOGrant(ctx context.Context, codeHash, bindingHash []byte) (*bgcheck.User, string, error) {
 	var u bgcheck.User
 	var conn string
+	var binding []byte
 	err := db.pool.QueryRow(ctx, `
 		WITH spent AS (
 			UPDATE sso_grants SET used_at = now()
 			WHERE code_hash = $1 AND used_at IS NULL AND expires_at > now()
-			RETURNING user_id, connection_id
+			RETURNING user_id, connection_id, binding_hash
 		)
-		SELECT u.id, u.account_id, u.email, u.name, u.role, u.created_at, spent.connection_id
+		SELECT u.id, u.account_id, u.email, u.name, u.role, u.created_at, spent.connection_id, spent.binding_hash
 		FROM spent JOIN users u ON u.id = spent.user_id`, codeHash).
-		Scan(&u.ID, &u.AccountID, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &conn)
+		Scan(&u.ID, &u.AccountID, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &conn, &binding)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, "", &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "this sign-in code is unknown, used or expired: sign in again"}
 	}
-	return &u, conn, err
+	if err != nil {
+		return nil, "", err
+	}
+	if subtle.ConstantTimeCompare(binding, bindingHash) != 1 {
+		return nil, "", &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
+			Detail: "this sign-in code was handed to another browser: sign in again here"}
+	}
+	return &u, conn, nil
+}
+
+// SSOSessionValid reports whether a session signed in through a connection may go on: the
+// connection is still enabled and the user still has an identity under it.
+func (db *DB) SSOSessionValid(ctx context.Context, userID, connectionID string) (bool, error) {
+	var ok bool
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sso_identities i JOIN sso_connections c ON c.id = i.connection_id
+		WHERE i.user_id = $1 AND i.connection_id = $2 AND c.enabled)`, userID, connectionID).Scan(&ok)
+	return ok, err
 }
 
 // FindSSOEnforcement returns the account's SSO requirement.
@@ -218,8 +243,10 @@ func (db *DB) FindSSOEnforcement(ctx context.Context, accountID string) (*bgchec
 }
 
 // SetSSOEnforcement changes the account's requirement. Requiring SSO needs an enabled
-// connection through which a sign-in has succeeded (bgcheck.CodeSSONotVerified), and a
-// break-glass user who is an admin of the account with a password.
+// connection with a verified domain through which a sign-in has succeeded
+// (bgcheck.CodeSSONotVerified), a break-glass user who is an admin of the account with a
+// password, and every other admin's e-mail domain verified by an enabled connection (a
+// validation error on required names those it would lock out).
 func (db *DB) SetSSOEnforcement(ctx context.Context, accountID string, e bgcheck.SSOEnforcement) error {
 	return db.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, accountID); err != nil {
@@ -240,17 +267,27 @@ func (db *DB) SetSSOEnforcement(ctx context.Context, accountID string, e bgcheck
 		if e.Required {
 			var verified bool
 			err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sso_connections c JOIN sso_domains d ON d.connection_id = c.id
-				WHERE c.account_id = $1 AND c.enabled AND c.last_sign_in_at IS NOT NULL)`, accountID).Scan(&verified)
+				WHERE c.account_id = $1 AND c.enabled AND d.verified_at IS NOT NULL AND c.last_sign_in_at IS NOT NULL)`,
+				accountID).Scan(&verified)
 			if err != nil {
 				return err
 			}
 			if !verified {
 				return bgcheck.Errorf(bgcheck.CodeSSONotVerified,
-					"sign in through an enabled SSO connection once before requiring it, so nobody is locked out")
+					"sign in through an enabled SSO connection with a verified domain once before requiring it, so nobody is locked out")
 			}
 			if e.BreakGlassUserID == nil {
 				return bgcheck.ValidationError(bgcheck.FieldError{Field: "break_glass_user_id",
 					Message: "is required when SSO is required: the admin who may still sign in with a password"})
+			}
+			stranded, err := adminsWithoutSSO(ctx, tx, accountID, e.BreakGlassUserID)
+			if err != nil {
+				return err
+			}
+			if len(stranded) > 0 {
+				return bgcheck.ValidationError(bgcheck.FieldError{Field: "required", Message: "cannot be turned on while " +
+					strings.Join(stranded, ", ") + " would be locked out: no enabled connection verified their e-mail's domain. " +
+					"Add and verify the domain, or remove them as admins, first"})
 			}
 		}
 		_, err := tx.Exec(ctx, `UPDATE accounts SET sso_required = $2, sso_break_glass_user_id = $3 WHERE id = $1`,

@@ -3,7 +3,10 @@ package sso
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -28,8 +31,9 @@ const providerTTL = time.Hour
 
 // OIDC is the relying party of every OIDC connection, with one discovered provider per issuer.
 type OIDC struct {
-	client *http.Client
-	now    func() time.Time
+	client  *http.Client
+	allowed []netip.Prefix
+	now     func() time.Time
 
 	mu        sync.Mutex
 	providers map[string]discovered
@@ -40,9 +44,10 @@ type discovered struct {
 	at       time.Time
 }
 
-// NewOIDC returns a relying party that reaches providers with client.
-func NewOIDC(client *http.Client) *OIDC {
-	return &OIDC{client: client, now: time.Now, providers: map[string]discovered{}}
+// NewOIDC returns a relying party that reaches providers with client. A provider's endpoints
+// must be https, or plain http to an address in allowed.
+func NewOIDC(client *http.Client, allowed []netip.Prefix) *OIDC {
+	return &OIDC{client: client, allowed: allowed, now: time.Now, providers: map[string]discovered{}}
 }
 
 // withClient makes go-oidc and x/oauth2 use the guarded client.
@@ -64,6 +69,19 @@ func (o *OIDC) Discover(ctx context.Context, issuer string) (*oidc.Provider, err
 	p, err := oidc.NewProvider(o.withClient(context.WithoutCancel(ctx)), issuer)
 	if err != nil {
 		return nil, err
+	}
+	var more struct {
+		JWKS     string `json:"jwks_uri"`
+		UserInfo string `json:"userinfo_endpoint"`
+	}
+	if err := p.Claims(&more); err != nil {
+		return nil, err
+	}
+	for _, raw := range []string{p.Endpoint().AuthURL, p.Endpoint().TokenURL, more.JWKS, more.UserInfo} {
+		u, err := url.Parse(raw)
+		if raw != "" && (err != nil || u.Scheme != "https" && !(u.Scheme == "http" && PlainHTTPAllowed(u, o.allowed))) {
+			return nil, fmt.Errorf("the discovery document names an endpoint that is not https: %q", raw)
+		}
 	}
 	o.mu.Lock()
 	o.providers[issuer] = discovered{provider: p, at: o.now()}

@@ -146,7 +146,7 @@ func (s *SAML) ParseResponse(samlResponse string, requestIDs []string, now time.
 		if ok := asInvalid(err, &ire); ok {
 			err = ire.PrivateErr
 		}
-		return nil, refuse("the SAML response is not valid", err)
+		return nil, refuse(samlReason(err), err)
 	}
 	if assertion.ID != signed.id {
 		return nil, refuse("the accepted assertion is not the signed one", nil)
@@ -170,6 +170,32 @@ func (s *SAML) ParseResponse(samlResponse string, requestIDs []string, now time.
 		until = now.Add(saml.MaxIssueDelay)
 	}
 	return &Assertion{ID: assertion.ID, Identity: id, Until: until}, nil
+}
+
+// samlReasons name, in our words, why crewjam refused a response; its own words, which quote
+// values from the response, go only to the log.
+var samlReasons = []struct{ marker, reason string }{
+	{"expired", "the SAML response has expired: check that the IdP's clock is right, and sign in again"},
+	{"not yet valid", "the SAML assertion is not valid yet: check that the IdP's clock is right"},
+	{"AudienceRestriction", "the assertion's AudienceRestriction is not our SP entity id: the IdP has this application's entity id wrong"},
+	{"audience restriction", "the assertion's AudienceRestriction is not our SP entity id: the IdP has this application's entity id wrong"},
+	{"Destination", "the response's Destination is not our ACS URL: the IdP has this application's ACS URL wrong"},
+	{"Recipient", "the assertion's SubjectConfirmation Recipient is not our ACS URL"},
+	{"InResponseTo", "the response answers another sign-in: start again from the sign-in page"},
+	{"SubjectConfirmation one of", "the response answers another sign-in: start again from the sign-in page"},
+	{"Issuer", "the response's Issuer is not the connection's identity provider"},
+	{"issuer", "the response's Issuer is not the connection's identity provider"},
+	{"signature", "the SAML response's signature is not valid"},
+}
+
+func samlReason(err error) string {
+	msg := err.Error()
+	for _, r := range samlReasons {
+		if strings.Contains(msg, r.marker) {
+			return r.reason
+		}
+	}
+	return "the SAML response is not valid"
 }
 
 func asInvalid(err error, target **saml.InvalidResponseError) bool {

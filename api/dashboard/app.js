@@ -530,7 +530,19 @@ function ssoConnectionCard(c) {
   const act = (label, id, fn) => el('button', { type: 'button', id, onclick: () => fn().catch(failed) }, label);
   return el('div', { class: 'card sso-connection', 'data-id': c.id },
     el('h3', {}, (c.name || c.protocol.toUpperCase()) + ' — ' + c.protocol.toUpperCase() + (c.enabled ? ' (enabled)' : ' (disabled)')),
-    el('p', {}, 'Domains: ' + c.domains.join(', ') + '. Last sign-in: ' + when(c.last_sign_in_at) + '.'),
+    el('p', {}, 'Last sign-in: ' + when(c.last_sign_in_at) + (c.jit_provisioning ? '. New admins are created on first sign-in.' : '. Only existing admins can sign in.')),
+    table(['Domain', 'Status', 'DNS TXT record that proves it'], c.domain_verification.map((d) => el('tr', { class: 'sso-domain' },
+      el('td', {}, d.domain), el('td', {}, d.status === 'verified' ? 'verified ' + when(d.verified_at) : 'pending'),
+      el('td', { class: 'snippet' }, d.status === 'verified' ? '' : d.record_name + ' TXT "' + d.record_value + '"')))),
+    c.domain_verification.some((d) => d.status !== 'verified')
+      ? el('p', {}, 'Sign-ins through a domain start once its TXT record is published. ',
+        act('Verify domains', 'sso-verify-' + c.protocol, async () => {
+          const v = await api('POST', '/admin/sso/connections/' + c.id + '/verify-domains');
+          const pending = v.domain_verification.filter((d) => d.status !== 'verified').map((d) => d.domain);
+          await route();
+          if (pending.length) showMessage('No matching TXT record found yet for ' + pending.join(', ') + '. DNS changes can take a while to appear.');
+        }))
+      : null,
     c.last_test ? el('p', { class: 'sso-last-test' }, (c.last_test.ok ? 'Last test passed' : 'Last test failed') + ' (' + when(c.last_test.at) + '): ' + c.last_test.detail) : null,
     table(['Setting', 'Value'], ours.map(([k, v]) => el('tr', {}, el('td', {}, k), el('td', { class: 'snippet' }, v)))),
     act(c.enabled ? 'Disable' : 'Enable', 'sso-toggle-' + c.protocol, async () => { await api('PATCH', '/admin/sso/connections/' + c.id, { enabled: !c.enabled }); route(); }),
@@ -561,6 +573,7 @@ function newConnectionForm(existing) {
     field('sso-metadata-url', 'IdP metadata URL'),
     el('label', { id: 'sso-metadata-xml-row' }, 'or IdP metadata XML', el('textarea', { id: 'sso-metadata-xml', rows: '3' })),
     el('label', {}, 'Enabled', el('input', { type: 'checkbox', id: 'sso-enabled' })),
+    el('label', {}, 'Create admins on first sign-in', el('input', { type: 'checkbox', id: 'sso-jit' })),
     el('button', { type: 'submit', id: 'sso-create' }, 'Add connection'));
   const show = () => {
     const oidc = protocol.value === 'oidc';
@@ -573,6 +586,7 @@ function newConnectionForm(existing) {
     ev.preventDefault();
     const v = (id) => form.querySelector('#' + id).value.trim();
     const body = { protocol: protocol.value, name: v('sso-name'), enabled: form.querySelector('#sso-enabled').checked,
+      jit_provisioning: form.querySelector('#sso-jit').checked,
       domains: v('sso-domains').split(',').map((d) => d.trim()).filter(Boolean) };
     if (body.protocol === 'oidc') body.oidc = { issuer: v('sso-issuer'), client_id: v('sso-client-id'), client_secret: v('sso-client-secret') };
     else body.saml = v('sso-metadata-url') ? { metadata_url: v('sso-metadata-url') } : { metadata_xml: v('sso-metadata-xml') };
@@ -715,8 +729,9 @@ document.addEventListener('DOMContentLoaded', async () => {
   const params = new URLSearchParams(query || '');
   if (path === '/sso' && params.get('code')) { await finishSSO(params.get('code')); return; }
   if (path === '/signin' && params.get('sso_error')) {
-    clearSession();
+    // A link can carry any text here: it is shown as text, and signs nobody out.
     history.replaceState(null, '', location.pathname);
+    if (store.getItem('access_token')) { await start(); showMessage('Single sign-on failed: ' + params.get('sso_error')); return; }
     signedOut('Single sign-on failed: ' + params.get('sso_error'));
     return;
   }

@@ -30,8 +30,8 @@ func openDB(ctx context.Context, cfg config.Config) (*postgres.DB, error) {
 	return db, nil
 }
 
-// cmdSecretsRotateKey re-encrypts every endpoint secret not sealed under the current key (and any
-// still in plaintext). Rotation: put the new key in BGCHECK_SECRETS_KEY and the old one in
+// cmdSecretsRotateKey re-encrypts every endpoint secret and SSO client secret not sealed under
+// the current key (and any endpoint secret still in plaintext). Rotation: put the new key in BGCHECK_SECRETS_KEY and the old one in
 // BGCHECK_SECRETS_PREVIOUS_KEYS everywhere, restart, run this, then drop the old key.
 func cmdSecretsRotateKey(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	if err := parseFlags(flag.NewFlagSet("secrets rotate-key", flag.ContinueOnError), args); err != nil {
@@ -56,7 +56,11 @@ func cmdSecretsRotateKey(ctx context.Context, cfg config.Config, args []string, 
 	if err != nil {
 		return fmt.Errorf("re-encrypted %d endpoint secrets, then: %w", n, err)
 	}
-	return printJSON(stdout, map[string]any{"reencrypted": n, "key_id": secrets.CurrentKeyID()})
+	sso, err := db.ResealSSOSecrets(ctx)
+	if err != nil {
+		return fmt.Errorf("re-encrypted %d endpoint secrets and %d SSO client secrets, then: %w", n, sso, err)
+	}
+	return printJSON(stdout, map[string]any{"reencrypted": n, "sso_client_secrets_reencrypted": sso, "key_id": secrets.CurrentKeyID()})
 }
 
 func cmdMigrate(ctx context.Context, cfg config.Config, stdout io.Writer) error {

@@ -28,8 +28,11 @@ commands:
   quota set --account ID --limit N          the account's monthly quota of checks (each mode)
   disputes resolve ID --resolution corrected|verified|deleted [--note N]
                                             resolve a dispute of any mode, as the reporting agency
-  secrets rotate-key                        re-encrypt every webhook signing secret under BGCHECK_SECRETS_KEY
-                                            (the old key in BGCHECK_SECRETS_PREVIOUS_KEYS meanwhile)
+  secrets rotate-key                        re-encrypt every webhook signing secret and SSO client secret under
+                                            BGCHECK_SECRETS_KEY (the old key in BGCHECK_SECRETS_PREVIOUS_KEYS meanwhile)
+  sso verify-domain --connection ID --domain D
+                                            mark a domain an SSO connection claims as verified, on the
+                                            operator's word (when its DNS TXT record cannot be checked)
   listen --secret whsec_… [--addr 127.0.0.1:9000] [--path /webhooks] [--forward-to URL]
                                             receive deliveries locally: check each signature, print
                                             a line per delivery, optionally forward it; Ctrl-C stops
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	cmd, rest := args[0], args[1:]
-	if (cmd == "keys" || cmd == "users" || cmd == "secrets" || cmd == "disputes" || cmd == "quota") && len(rest) > 0 {
+	if (cmd == "keys" || cmd == "users" || cmd == "secrets" || cmd == "disputes" || cmd == "quota" || cmd == "sso") && len(rest) > 0 {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	switch cmd {
@@ -90,6 +93,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return cmdDisputesResolve(ctx, cfg, rest, stdout)
 	case "secrets rotate-key":
 		return cmdSecretsRotateKey(ctx, cfg, rest, stdout)
+	case "sso verify-domain":
+		return cmdSSOVerifyDomain(ctx, cfg, rest, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,6 +1,7 @@
 -- +goose Up
 -- Enterprise single sign-on for admin users. An account has at most one OIDC and one SAML
--- connection; a connection owns e-mail domains (globally unique, so an e-mail leads to one
+-- connection; a connection claims e-mail domains and owns those it proves with a DNS TXT record
+-- (a verified domain belongs to one connection in the whole service, so an e-mail leads to one
 -- identity provider); an identity is the identity provider's subject under one connection and
 -- names one admin user of that connection's account, never of another.
 CREATE TABLE sso_connections (
@@ -10,7 +11,7 @@ CREATE TABLE sso_connections (
     name        text NOT NULL DEFAULT '',
     enabled     boolean NOT NULL DEFAULT false,
     -- whether a first sign-in of an unknown user of an owned domain creates an admin
-    jit_provisioning boolean NOT NULL DEFAULT true,
+    jit_provisioning boolean NOT NULL DEFAULT false,
     oidc_issuer    text,
     oidc_client_id text,
     -- the client secret, sealed by the secrets keyring (package secretbox) bound to the id
@@ -31,11 +32,18 @@ CREATE TABLE sso_connections (
     UNIQUE (account_id, protocol)
 );
 
+-- A claim stays pending until the TXT record _bgcheck-challenge.<domain> holds
+-- bgcheck-domain-verification=<verification_token>; several accounts may claim a domain, only one
+-- connection can have it verified.
 CREATE TABLE sso_domains (
-    domain        text PRIMARY KEY CHECK (domain = lower(domain)),
-    connection_id text NOT NULL REFERENCES sso_connections (id) ON DELETE CASCADE
+    connection_id      text NOT NULL REFERENCES sso_connections (id) ON DELETE CASCADE,
+    domain             text NOT NULL CHECK (domain = lower(domain)),
+    verification_token text NOT NULL,
+    verified_at        timestamptz,
+    created_at         timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (connection_id, domain)
 );
-CREATE INDEX sso_domains_connection_idx ON sso_domains (connection_id);
+CREATE UNIQUE INDEX sso_domains_verified_key ON sso_domains (domain) WHERE verified_at IS NOT NULL;
 
 CREATE TABLE sso_identities (
     connection_id   text NOT NULL REFERENCES sso_connections (id) ON DELETE CASCADE,
@@ -73,8 +81,11 @@ CREATE TABLE sso_assertions (
 );
 
 -- The one-time code the dashboard trades for tokens after a sign-in: tokens never travel in a URL.
+-- It is bound, like a state, to the browser the sign-in ended in: a code carried to another
+-- browser (a login CSRF) signs nobody in there.
 CREATE TABLE sso_grants (
     code_hash     bytea PRIMARY KEY,
+    binding_hash  bytea NOT NULL,
     user_id       text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     connection_id text NOT NULL REFERENCES sso_connections (id) ON DELETE CASCADE,
     expires_at    timestamptz NOT NULL,

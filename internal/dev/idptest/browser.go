@@ -36,12 +36,13 @@ func NewBrowser(stopAt string) *Browser {
 	}}}
 }
 
-// Page is an answer read in full, with the URL it came from.
+// Page is an answer read in full, with the URL it came from and the browser that read it.
 type Page struct {
-	URL    *url.URL
-	Status int
-	Header http.Header
-	Body   string
+	Browser *Browser
+	URL     *url.URL
+	Status  int
+	Header  http.Header
+	Body    string
 }
 
 // Location is the redirect a stopped page holds, or nil.
@@ -69,7 +70,7 @@ func (b *Browser) Do(t testing.TB, req *http.Request) *Page {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Page{URL: res.Request.URL, Status: res.StatusCode, Header: res.Header, Body: string(body)}
+	return &Page{Browser: b, URL: res.Request.URL, Status: res.StatusCode, Header: res.Header, Body: string(body)}
 }
 
 // Get visits a URL.
