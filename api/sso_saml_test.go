@@ -147,6 +147,16 @@ func TestSAMLSignInRefusals(t *testing.T) {
 		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
 		refused(t, b, acs, form, "RSA-SHA256 or stronger")
 	})
+	t.Run("a SHA-1 digest under a strong signature", func(t *testing.T) {
+		b := s.browser()
+		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+		refused(t, b, acs, rewriteResponse(t, form, func(x string) string {
+			if !strings.Contains(x, "xmlenc#sha256") {
+				t.Fatal("the IdP's digests are not SHA-256")
+			}
+			return strings.ReplaceAll(x, "http://www.w3.org/2001/04/xmlenc#sha256", "http://www.w3.org/2000/09/xmldsig#sha1")
+		}), "SHA-256 or stronger")
+	})
 	t.Run("expired assertion", func(t *testing.T) {
 		b := s.browser()
 		login := b.Get(t, s.startSSO(b, "carol@acme.test"))

@@ -38,6 +38,13 @@ var acceptedSignatureMethods = map[string]bool{
 	dsig.ECDSASHA256SignatureMethod: true, dsig.ECDSASHA384SignatureMethod: true, dsig.ECDSASHA512SignatureMethod: true,
 }
 
+// acceptedDigestMethods are the digests a signed assertion's reference may use.
+var acceptedDigestMethods = map[string]bool{
+	"http://www.w3.org/2001/04/xmlenc#sha256":       true,
+	"http://www.w3.org/2001/04/xmldsig-more#sha384": true,
+	"http://www.w3.org/2001/04/xmlenc#sha512":       true,
+}
+
 // The SAML namespaces.
 const (
 	nsAssertion = "urn:oasis:names:tc:SAML:2.0:assertion"
@@ -158,6 +165,11 @@ func (s *SAML) ParseResponse(samlResponse string, requestIDs []string, now time.
 	if nameID != signed.nameID {
 		return nil, refuse("the assertion's NameID differs from the signed one", nil)
 	}
+	// crewjam checks an AudienceRestriction only when there is one: an assertion meant for any
+	// service provider is not one meant for us.
+	if assertion.Conditions == nil || len(assertion.Conditions.AudienceRestrictions) == 0 {
+		return nil, refuse("the assertion has no AudienceRestriction: the IdP must name this application's entity id as its audience", nil)
+	}
 	id := identityOf(assertion, signed)
 	if id.Subject == "" {
 		return nil, refuse("the assertion names no subject", nil)
@@ -253,6 +265,13 @@ func (s *SAML) verifiedAssertion(raw []byte) (*signedAssertion, error) {
 	if !acceptedSignatureMethods[method] {
 		return nil, refuse(fmt.Sprintf("the assertion is signed with %q; RSA-SHA256 or stronger is required", method), nil)
 	}
+	// The signature covers a digest of the assertion: a SHA-1 digest would let a collision stand
+	// in for it, however strong the signature over the digest.
+	for _, d := range sig.FindElements("./SignedInfo/Reference/DigestMethod") {
+		if alg := d.SelectAttrValue("Algorithm", ""); !acceptedDigestMethods[alg] {
+			return nil, refuse(fmt.Sprintf("the assertion's digest is %q; SHA-256 or stronger is required", alg), nil)
+		}
+	}
 	ctx, err := etreeutils.NSBuildParentContext(el)
 	if err == nil {
 		ctx, err = ctx.SubContext(el)
@@ -319,7 +338,8 @@ func identityOf(a *saml.Assertion, signed *signedAssertion) bgcheck.SSOIdentity 
 		id.Email = signed.nameID
 	}
 	if signed.nameIDFormat == string(saml.TransientNameIDFormat) {
-		id.Subject = strings.ToLower(id.Email)
+		// Prefixed, so that it can never equal a persistent NameID the IdP gives someone else.
+		id.Subject = "email:" + strings.ToLower(id.Email)
 	}
 	id.EmailVerified = id.Email != ""
 	return id
