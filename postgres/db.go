@@ -24,8 +24,9 @@ const DefaultStatementTimeout = 30 * time.Second
 
 // DB is the service's handle on PostgreSQL: one pool per process.
 type DB struct {
-	pool    *pgxpool.Pool
-	secrets SecretBox // seals endpoint signing secrets; nil when the process stores none
+	pool      *pgxpool.Pool
+	secrets   SecretBox // seals endpoint signing secrets; nil when the process stores none
+	announcer *announcer
 }
 
 // Open connects to the database at url and checks that it answers.
@@ -62,7 +63,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	db := &DB{pool: pool}
+	db := &DB{pool: pool, announcer: startAnnouncer(pool)}
 	for _, o := range opts {
 		o(db)
 	}
@@ -70,7 +71,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 }
 
 // Close releases every connection.
-func (db *DB) Close() { db.pool.Close() }
+func (db *DB) Close() {
+	db.announcer.close()
+	db.pool.Close()
+}
 
 // Ping reports whether the database answers; /readyz uses it.
 func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
@@ -79,8 +83,17 @@ func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // inTx runs fn in one transaction: committed when fn returns nil, rolled back otherwise.
+// A transaction that calls announceDeliveries is announced to the dispatchers after it commits.
 func (db *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, db.pool, fn)
+	var otx *outboxTx
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		otx = &outboxTx{Tx: tx}
+		return fn(otx)
+	})
+	if err == nil && otx.announce {
+		db.announcer.announce()
+	}
+	return err
 }
 
 // notFound maps pgx.ErrNoRows to bgcheck.ErrNotFound and leaves other errors as they are.

@@ -89,7 +89,7 @@ func (db *DB) redeliver(ctx context.Context, accountID string, mode bgcheck.Mode
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
+		err = announceDeliveries(ctx, tx)
 		return err
 	})
 	return d, err

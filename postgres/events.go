@@ -14,17 +14,25 @@ import (
 // looks for rows it cannot see yet.
 const DeliveriesChannel = "bgcheck_deliveries"
 
-// CreateEvent stores a test event (POST /events/test) and its deliveries (see insertEvent) in one
-// transaction. Its data is the caller's, so it is marked a test event: the catalogue's schemas
-// bind the service's own events only.
+// CreateEvent stores a test event (POST /events/test) and its deliveries (see insertEvent)
+// together. Its data is the caller's, so it is marked a test event: the catalogue's schemas bind
+// the service's own events only.
+//
+// The two statements go in one batch outside any transaction: PostgreSQL runs a batch as one
+// implicit transaction, committed after its last statement, so the event costs one round trip
+// instead of three (BEGIN, the batch, COMMIT). The dispatchers are told after the commit.
 func (db *DB) CreateEvent(ctx context.Context, t bgcheck.Tenant, eventType string, data any) (*bgcheck.Event, error) {
-	var ev *bgcheck.Event
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		ev, err = insertEventOf(ctx, tx, t, eventType, data, true)
-		return err
-	})
-	return ev, err
+	ev, batch, err := eventBatch(t, eventType, data, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := readEventBatch(db.pool.SendBatch(ctx, batch), ev); err != nil {
+		return nil, err
+	}
+	if ev.Deliveries > 0 {
+		db.announcer.announce()
+	}
+	return ev, nil
 }
 
 // insertEvent renders an event's envelope once, stores it with its bytes, and writes one pending
@@ -32,11 +40,25 @@ func (db *DB) CreateEvent(ctx context.Context, t bgcheck.Tenant, eventType strin
 // the caller's transaction: the event and its deliveries exist together or not at all. The
 // event's Deliveries is how many were written.
 func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType string, data any) (*bgcheck.Event, error) {
-	return insertEventOf(ctx, tx, t, eventType, data, false)
+	ev, batch, err := eventBatch(t, eventType, data, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := readEventBatch(tx.SendBatch(ctx, batch), ev); err != nil {
+		return nil, err
+	}
+	if ev.Deliveries > 0 {
+		if err := announceDeliveries(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	return ev, nil
 }
 
-// insertEventOf is insertEvent, marking a test event (its data the caller's) as such.
-func insertEventOf(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType string, data any, test bool) (*bgcheck.Event, error) {
+// eventBatch renders a new event and queues its insert and its deliveries' (one per enabled
+// endpoint of the tenant subscribed to the type or to "*"); test marks an event whose data is
+// the caller's.
+func eventBatch(t bgcheck.Tenant, eventType string, data any, test bool) (*bgcheck.Event, *pgx.Batch, error) {
 	ev := &bgcheck.Event{
 		ID:        bgcheck.NewID(bgcheck.PrefixEvent),
 		AccountID: t.AccountID,
@@ -47,7 +69,7 @@ func insertEventOf(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType s
 	}
 	body, err := bgcheck.EncodeEnvelope(ev.ID, ev.Type, ev.CreatedAt, data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ev.Body = body
 	batch := &pgx.Batch{}
@@ -62,22 +84,21 @@ func insertEventOf(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType s
 			  AND (e.events @> ARRAY[$4::text] OR e.events @> ARRAY['*'])
 			RETURNING 1
 		)
-		SELECT f.n, CASE WHEN f.n > 0 THEN pg_notify('`+DeliveriesChannel+`', '')::text END
-		FROM (SELECT count(*) AS n FROM fanout) f`,
+		SELECT count(*) FROM fanout`,
 		ev.ID, ev.AccountID, ev.Mode, ev.Type, ev.CreatedAt)
-	br := tx.SendBatch(ctx, batch)
-	var notified *string // pg_notify's void, as text: only there to be called when n > 0
-	_, err = br.Exec()
+	return ev, batch, nil
+}
+
+// readEventBatch reads eventBatch's results into ev.Deliveries and closes them.
+func readEventBatch(br pgx.BatchResults, ev *bgcheck.Event) error {
+	_, err := br.Exec()
 	if err == nil {
-		err = br.QueryRow().Scan(&ev.Deliveries, &notified)
+		err = br.QueryRow().Scan(&ev.Deliveries)
 	}
 	if closeErr := br.Close(); err == nil {
 		err = closeErr
 	}
-	if err != nil {
-		return nil, err
-	}
-	return ev, nil
+	return err
 }
 
 // ListEvents returns a page of the tenant's events, newest first; eventType "" means every type.

@@ -48,10 +48,9 @@ func (db *DB) MarkReconciled(ctx context.Context, ids []string) error {
 func (db *DB) RedispatchDelivery(ctx context.Context, id string, series int) error {
 	_, err := db.pool.Exec(ctx, `UPDATE deliveries SET dispatched_at = NULL, dispatch_lease_until = NULL,
 		reconciled_at = NULL, updated_at = now() WHERE id = $1 AND series = $2 AND status = 'pending'`, id, series)
-	if err != nil {
-		return err
+	if err == nil {
+		db.announcer.announce()
 	}
-	_, err = db.pool.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
 	return err
 }
 

@@ -31,7 +31,7 @@ func (db *DB) StartRecovery(ctx context.Context, t bgcheck.Tenant, endpointID st
 		r, err = collectOne[bgcheck.Recovery](rows, err)
 		if err == nil {
 			created = true
-			_, err = tx.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
+			err = announceDeliveries(ctx, tx)
 			return err
 		}
 		if err != bgcheck.ErrNotFound {
@@ -76,10 +76,9 @@ func (db *DB) RedeliverForRecovery(ctx context.Context, recoveryID string, ids [
 			FROM picked WHERE d.id = picked.delivery_id AND d.status = 'failed' RETURNING d.id
 		)
 		UPDATE recoveries SET redelivered = redelivered + (SELECT count(*) FROM redone) WHERE id = $1`, recoveryID, ids)
-	if err != nil {
-		return err
+	if err == nil {
+		db.announcer.announce()
 	}
-	_, err = db.pool.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
 	return err
 }
 

@@ -1,0 +1,87 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/postgres"
+	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/webhook"
+)
+
+// listen opens a connection of its own that listens on the dispatchers' channel, as a
+// dispatcher does.
+func listen(t *testing.T, db *postgres.DB) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.ConnectConfig(context.Background(), db.Pool().Config().ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	if _, err := conn.Exec(context.Background(), "LISTEN "+postgres.DeliveriesChannel); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// notified reports whether a notification arrives within d.
+func notified(conn *pgx.Conn, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := conn.WaitForNotification(ctx)
+	return err == nil
+}
+
+// An event with deliveries wakes the dispatchers once its transaction has committed (the
+// announcement is sent from outside the transaction, so that event inserts do not serialize on
+// PostgreSQL's notify lock); an event no endpoint subscribes to wakes nobody.
+func TestCommittedDeliveriesAreAnnounced(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	tn, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"check.completed"})
+	conn := listen(t, db)
+
+	if _, err := db.CreateEvent(ctx, tn, "report.ready", webhook.SampleData("report.ready")); err != nil {
+		t.Fatal(err)
+	}
+	if notified(conn, 300*time.Millisecond) {
+		t.Fatal("an event without deliveries was announced")
+	}
+	for range 3 {
+		if _, err := db.CreateEvent(ctx, tn, "check.completed", webhook.SampleData("check.completed")); err != nil {
+			t.Fatal(err)
+		}
+		if !notified(conn, 5*time.Second) {
+			t.Fatal("an event with a delivery was not announced within 5 s")
+		}
+	}
+}
+
+// CreateEvent writes the event and its deliveries in one batch outside a transaction block:
+// PostgreSQL must run it as one implicit transaction, so a delivery that cannot be written
+// leaves no event behind either.
+func TestCreateEventIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	tn, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"})
+	if _, err := db.Pool().Exec(ctx, `
+		CREATE FUNCTION refuse_delivery() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'no deliveries today'; END $$;
+		CREATE TRIGGER refuse_delivery BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION refuse_delivery();`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateEvent(ctx, tn, "check.completed", webhook.SampleData("check.completed")); err == nil {
+		t.Fatal("CreateEvent succeeded although its delivery could not be written")
+	}
+	var events int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE account_id = $1`, tn.AccountID).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != 0 {
+		t.Fatalf("%d events stored without their deliveries", events)
+	}
+}
