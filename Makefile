@@ -40,12 +40,12 @@ bench:
 	$(GO) test ./api -run '^$$' -bench APIKeyRouting -benchmem -count 5
 
 bench-api:
-	cd test/bench && $(GO) run ./loadapi $(BENCH_FLAGS)
+	cd tools/bench && $(GO) run ./loadapi $(BENCH_FLAGS)
 
 bench-limit:
-	cd test/bench && $(GO) run ./loadapi -limit-check -c 200 $(BENCH_FLAGS)
+	cd tools/bench && $(GO) run ./loadapi -limit-check -c 200 $(BENCH_FLAGS)
 
 # Delivery benchmark: Temporal dev server, PostgreSQL, the API, a worker and a receiver on this
 # machine; ingest, latency at 50 events/s and rising rates, sustained deliveries (README).
 bench-delivery:
-	cd test/bench && $(GO) run ./delivery $(BENCH_FLAGS)
+	cd tools/bench && $(GO) run ./delivery $(BENCH_FLAGS)

@@ -20,9 +20,9 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-20m}
 
 echo "==> go vet ./..."
 "$GO" vet ./...
-# The benchmarks are a module of their own (test/bench): vetted and built here, run by make bench-*.
-echo "==> go vet ./... (test/bench)"
-(cd test/bench && "$GO" vet ./...)
+# The benchmarks are a module of their own (tools/bench): vetted and built here, run by make bench-*.
+echo "==> go vet ./... (tools/bench)"
+(cd tools/bench && "$GO" vet ./...)
 
 echo "==> gofmt -l"
 # Hidden directories are skipped, as go vet and go test skip them: ./.data may hold a PostgreSQL

@@ -37,34 +37,48 @@ func NewURL(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	dbURL, name, drop, err := Create(ctx, "bgcheck_t_")
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+		}
+	})
+	return dbURL
+}
+
+// Create creates a fresh, migrated database named prefix and a random suffix on the test server,
+// for programs that are not tests (the benchmarks), and returns its URL, its name and the
+// function that drops it.
+func Create(ctx context.Context, prefix string) (dbURL, name string, drop func() error, err error) {
 	admin, err := pgx.Connect(ctx, ServerURL())
 	if err != nil {
-		t.Fatalf("pgtest: cannot reach the test PostgreSQL at %s (set BGCHECK_TEST_DATABASE_URL or run `make test`): %v", ServerURL(), err)
+		return "", "", nil, fmt.Errorf("cannot reach the test PostgreSQL at %s (set BGCHECK_TEST_DATABASE_URL or run `make test`): %w", ServerURL(), err)
 	}
 	defer admin.Close(ctx)
 
 	template, err := ensureTemplate(ctx, admin)
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return "", "", nil, err
 	}
-	name := "bgcheck_t_" + randomSuffix()
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, template)); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+	name = prefix + randomSuffix()
+	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, pgx.Identifier{name}.Sanitize(), template)); err != nil {
+		return "", "", nil, fmt.Errorf("create database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, ServerURL())
 		if err != nil {
-			t.Logf("pgtest: drop %s: %v", name, err)
-			return
+			return err
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
-			t.Logf("pgtest: drop %s: %v", name, err)
-		}
-	})
-	return withDatabase(ServerURL(), name)
+		_, err = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, pgx.Identifier{name}.Sanitize()))
+		return err
+	}
+	return withDatabase(ServerURL(), name), name, drop, nil
 }
 
 // NewDB returns an open handle on a fresh, migrated database, closed when the test ends.

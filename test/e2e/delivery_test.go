@@ -180,10 +180,7 @@ func TestWorkerKilledMidDeliveryStillDelivers(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first attempt never arrived")
 	}
-	if err := first.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
+	first.Kill()
 	s.workerProcess()
 
 	waitFor(t, 60*time.Second, "the delivery succeeds after the worker is replaced", func() bool { return s.deliveryOf(ep.ID).Status == "succeeded" })
@@ -258,7 +255,7 @@ func TestWorkerSIGTERMLetsTheAttemptInFlightFinish(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the attempt never arrived")
 	}
-	if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := w.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
@@ -294,10 +291,7 @@ func TestPauseHoldsADeliveryAcrossAWorkerRestart(t *testing.T) {
 		_ = s.db.Pool().QueryRow(context.Background(), `SELECT held_by_pause FROM deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&held)
 		return held
 	})
-	if err := first.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = first.Wait()
+	first.Kill()
 	s.workerProcess()
 	time.Sleep(time.Second) // the new worker would attempt now, were the endpoint not paused
 	if n := len(rc.got()); n != 0 {

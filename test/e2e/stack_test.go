@@ -6,14 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -21,26 +19,25 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/apiserver"
-	"github.com/bgcheck/bgcheck/auth"
 	"github.com/bgcheck/bgcheck/config"
+	"github.com/bgcheck/bgcheck/internal/dev/devstack"
 	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
 	"github.com/bgcheck/bgcheck/internal/dev/devtemporal/temporaltest"
 	"github.com/bgcheck/bgcheck/internal/dev/eventcheck"
 	"github.com/bgcheck/bgcheck/postgres"
-	"github.com/bgcheck/bgcheck/postgres/pgtest"
 	"github.com/bgcheck/bgcheck/webhook"
 	"github.com/bgcheck/bgcheck/worker"
-	"github.com/bgcheck/bgcheck/workflows"
 )
 
 // testSchedule shortens the retry schedule so a whole series runs in seconds: 3 attempts.
 const testSchedule = "1s,1s"
 
-// stack is one deployment: its own database and, unless noted, its own Temporal dev server.
+// stack is one deployment: its own database and, unless noted, its own Temporal server, started
+// by devstack as the benchmarks start theirs; the API and workers run in this process.
 type stack struct {
 	t        testing.TB
+	dev      *devstack.Stack
 	cfg      config.Config
 	db       *postgres.DB
 	temporal *devtemporal.Server
@@ -66,39 +63,36 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// newStack makes a database and config; temporalPort 0 starts a dev server at once, otherwise
-// the stack points at that port and the test starts Temporal there itself.
+// newStack makes a database and config; temporalPort 0 starts a Temporal server at once (the dev
+// server, or a cluster on PostgreSQL with $BGCHECK_TEST_TEMPORAL=postgres), otherwise the stack
+// points at that port and the test starts Temporal there itself.
 func newStack(t testing.TB, temporalPort int) *stack {
 	t.Helper()
-	s := &stack{t: t, logs: &lockedBuffer{}}
-	dbURL := pgtest.NewURL(t)
-	var err error
-	if s.db, err = postgres.Open(context.Background(), dbURL, postgres.WithSecrets(pgtest.SecretBox(t))); err != nil {
+	o := devstack.Options{Dir: t.TempDir(), DatabasePrefix: "bgcheck_e2e_", Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	switch {
+	case temporalPort != 0:
+		o.Temporal, o.TemporalPort = devstack.TemporalNone, temporalPort
+	case temporaltest.OnPostgres():
+		o.Temporal = devstack.TemporalPostgres
+	}
+	dev, err := devstack.Start(context.Background(), o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.db.Close)
+	t.Cleanup(dev.Close)
+	s := &stack{t: t, dev: dev, db: dev.DB, temporal: dev.Temporal, key: dev.TestKey, logs: &lockedBuffer{}}
 	t.Cleanup(func() { eventcheck.ValidateStored(t, s.db.Pool()) }) // after the workers stop, before the close
-	address := fmt.Sprintf("127.0.0.1:%d", temporalPort)
-	if temporalPort == 0 {
-		s.temporal = temporaltest.Start(t, devtemporal.Options{SearchAttributes: workflows.SearchAttributes, DynamicConfig: devtemporal.Tuned()})
-		address = s.temporal.Address
-	}
-	s.cfg = config.Config{
-		Env: config.EnvDevelopment, DatabaseURL: dbURL, TemporalAddress: address, TemporalNamespace: "default",
-		AllowPrivateWebhookURLs: true, RetrySchedule: testSchedule, WorkerConcurrency: 50, LogLevel: "info",
-	}
+	s.cfg = dev.Config()
+	s.cfg.RetrySchedule, s.cfg.WorkerConcurrency = testSchedule, 50
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("service logs:\n%s", s.logs.String())
+		if !t.Failed() {
+			return
+		}
+		t.Logf("service logs:\n%s", s.logs.String())
+		if dev.Temporal != nil {
+			t.Logf("end of Temporal's log %s:\n%s", dev.Temporal.LogFile, dev.Temporal.LogTail())
 		}
 	})
-
-	test := auth.NewAPIKey(bgcheck.ModeTest)
-	if _, _, err := s.db.Bootstrap(context.Background(), "E2E", postgres.NewUser{Email: bgcheck.NewID("u") + "@example.com", Role: bgcheck.RoleAdmin},
-		[]bgcheck.NewAPIKey{{Mode: bgcheck.ModeTest, Hash: test.Hash, Prefix: test.Prefix, Last4: test.Last4}}); err != nil {
-		t.Fatal(err)
-	}
-	s.key = test.Raw
 	return s
 }
 
@@ -129,19 +123,15 @@ func (s *stack) startWorker() {
 }
 
 // workerProcess runs cmd/bgcheck-worker as a separate process, so a test can kill it.
-func (s *stack) workerProcess() *exec.Cmd {
+func (s *stack) workerProcess() *devstack.Process {
 	s.t.Helper()
-	cmd := exec.Command(workerBinary(s.t))
-	cmd.Env = append(os.Environ(),
-		"BGCHECK_ENV=development", "DATABASE_URL="+s.cfg.DatabaseURL, "TEMPORAL_ADDRESS="+s.cfg.TemporalAddress,
-		"BGCHECK_ALLOW_PRIVATE_WEBHOOK_URLS=true", "BGCHECK_LOG_LEVEL=info",
-		"BGCHECK_WORKER_METRICS_ADDR=127.0.0.1:0") // not :9090: tests run workers side by side
-	cmd.Stdout, cmd.Stderr = s.logs, s.logs
-	if err := cmd.Start(); err != nil {
+	env := append(s.dev.Environ(), "BGCHECK_WORKER_METRICS_ADDR=127.0.0.1:0") // not :9090: tests run workers side by side
+	p, err := devstack.StartProcess("bgcheck-worker", workerBinary(s.t), nil, env, s.logs)
+	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
+	s.t.Cleanup(p.Kill)
+	return p
 }
 
 var (
@@ -157,11 +147,7 @@ func workerBinary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		builtPath = filepath.Join(dir, "bgcheck-worker")
-		out, err := exec.Command("go", "build", "-o", builtPath, "github.com/bgcheck/bgcheck/cmd/bgcheck-worker").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build bgcheck-worker: %v\n%s", err, out)
-		}
+		builtPath, buildErr = filepath.Join(dir, "bgcheck-worker"), devstack.Build(context.Background(), dir, "bgcheck-worker")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

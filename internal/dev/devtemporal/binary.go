@@ -50,7 +50,7 @@ func Binary(ctx context.Context, log *slog.Logger) (string, error) {
 		}
 		return p, nil
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -146,9 +146,9 @@ func goBuild(ctx context.Context, dir, pkg, ldflags, out string) error {
 	return nil
 }
 
-// moduleRoot walks up from the working directory to the directory whose go.mod declares
-// modulePath.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the directory whose go.mod declares the
+// service's module (a benchmark module below it included).
+func ModuleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("devtemporal: %w", err)

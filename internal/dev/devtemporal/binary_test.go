@@ -16,7 +16,7 @@ import (
 )
 
 func TestModuleRootAndPinnedVersion(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestCLIVersionForms(t *testing.T) {
 // TestBinaryIsPinned runs the CLI that Binary gives (building it if need be) and checks that it
 // is the version internal/dev/temporalcli pins.
 func TestBinaryIsPinned(t *testing.T) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -53,7 +56,7 @@ func ClusterBinaries(ctx context.Context, log *slog.Logger) (server, sqlTool str
 	if log == nil {
 		log = slog.Default()
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", "", err
 	}
@@ -360,4 +363,35 @@ func registerNamespace(ctx context.Context, c client.Client) error {
 		return fmt.Errorf("registering namespace %s: %w", Namespace, err)
 	}
 	return nil
+}
+
+// PostgresOn names a fresh pair of databases, prefix and a random suffix, for a cluster on the
+// PostgreSQL server whose (maintenance database) URL is serverURL, signing in as that URL's
+// user. Start creates them; DropOn drops them once the cluster has stopped.
+func PostgresOn(serverURL, prefix string) (*Postgres, error) {
+	server, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("devtemporal: the PostgreSQL URL: %w", err)
+	}
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	pg := &Postgres{Address: server.Host, User: server.User.Username(), Database: prefix + hex.EncodeToString(suffix[:])}
+	pg.Password, _ = server.User.Password()
+	return pg, nil
+}
+
+// DropOn drops the cluster's databases from the server at serverURL.
+func (p *Postgres) DropOn(ctx context.Context, serverURL string) error {
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var errs []error
+	for _, db := range []string{p.Database, p.VisibilityDatabase()} {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)"); err != nil {
+			errs = append(errs, fmt.Errorf("drop %s: %w", db, err))
+		}
+	}
+	return errors.Join(errs...)
 }

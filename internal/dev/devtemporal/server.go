@@ -328,6 +328,9 @@ func checkUI(ctx context.Context, base string) error {
 	return nil
 }
 
+// PID is the server's process, for accounting its CPU.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Stop ends the server with SIGTERM, or SIGKILL if it has not exited within a few seconds, and
 // waits for it. Calling it again, or after Kill, does nothing.
 func (s *Server) Stop() { s.stop(syscall.SIGTERM) }

@@ -1,7 +1,7 @@
 package devtemporal
 
 // Tuned returns the dynamic config that make dev and the end-to-end tests run the dev server with,
-// measured with test/bench/delivery on two cores (2026-11-21):
+// measured with tools/bench/delivery on two cores (2026-11-21):
 //   - system.forceSearchAttributesCacheRefreshOnRead=false: start-dev refreshes the search-attribute
 //     cache on every read; turning that off cut Temporal's CPU per delivery by about 11%.
 //   - matching.numTaskqueue{Read,Write}Partitions=1: with four partitions a workflow task could

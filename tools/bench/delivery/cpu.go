@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bgcheck/bgcheck/test/bench/internal/benchkit"
+	"github.com/bgcheck/bgcheck/tools/bench/internal/benchkit"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

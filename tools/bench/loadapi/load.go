@@ -16,7 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/bgcheck/bgcheck/test/bench/internal/benchkit"
+	"github.com/bgcheck/bgcheck/tools/bench/internal/benchkit"
 )
 
 // target is one server under load.

@@ -6,11 +6,11 @@
 // Run it from the repository root (PostgreSQL must be reachable; set BGCHECK_TEMPORAL_BIN to a
 // temporal CLI to skip building the pinned one):
 //
-//	go run ./test/bench/delivery                        # in-memory Temporal dev server
-//	go run ./test/bench/delivery -disk                  # Temporal on SQLite in WAL mode
-//	go run ./test/bench/delivery -temporal postgres     # a Temporal cluster (temporal-server) on PostgreSQL
-//	go run ./test/bench/delivery -phases burst -burst 5000
-//	go run ./test/bench/delivery -temporal-dc system.forceSearchAttributesCacheRefreshOnRead=false
+//	go run ./tools/bench/delivery                        # in-memory Temporal dev server
+//	go run ./tools/bench/delivery -disk                  # Temporal on SQLite in WAL mode
+//	go run ./tools/bench/delivery -temporal postgres     # a Temporal cluster (temporal-server) on PostgreSQL
+//	go run ./tools/bench/delivery -phases burst -burst 5000
+//	go run ./tools/bench/delivery -temporal-dc system.forceSearchAttributesCacheRefreshOnRead=false
 //
 // It creates a throwaway database bgcheck_bench_<random> on BGCHECK_TEST_DATABASE_URL (default
 // the local PostgreSQL), builds bgcheck-api, bgcheck-worker and bgcheckctl, bootstraps an account,
@@ -67,7 +67,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/bgcheck/bgcheck/internal/dev/devtemporal"
 	"os"
 	"os/signal"
 	"slices"
@@ -125,9 +124,9 @@ func main() {
 	flag.DurationVar(&o.stepDur, "step-d", 20*time.Second, "steps: duration of each rate")
 	flag.DurationVar(&o.stepMaxP99, "step-max-p99", time.Second, "steps: highest p99 of a sustainable rate")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 3*time.Minute, "longest wait for the backlog to drain after a phase")
-	flag.BoolVar(&o.disk, "disk", false, "Temporal dev server on an SQLite file in WAL mode instead of in memory")
-	flag.StringVar(&o.temporal, "temporal", "dev", "dev (the CLI's dev server) or postgres (temporal-server on the benchmark's PostgreSQL, "+
-		"in throwaway databases; its PostgreSQL work counts in the machine's CPU, not Temporal's)")
+	flag.BoolVar(&o.disk, "disk", false, "the same as -temporal disk")
+	flag.StringVar(&o.temporal, "temporal", "dev", "dev (the CLI's dev server in memory), disk (on an SQLite file in WAL mode, as make dev runs it) "+
+		"or postgres (temporal-server on the benchmark's PostgreSQL, in throwaway databases; its PostgreSQL work counts in the machine's CPU, not Temporal's)")
 	flag.IntVar(&o.workers, "workers", 1, "bgcheck-worker processes")
 	flag.IntVar(&o.endpoints, "endpoints", 1, "webhook endpoints, each subscribed to every event: deliveries per event")
 	flag.BoolVar(&o.keep, "keep", false, "keep the database, the binaries and the logs for inspection")
@@ -167,7 +166,7 @@ func main() {
 
 func usage() {
 	out := flag.CommandLine.Output()
-	fmt.Fprintf(out, "usage: go run ./test/bench/delivery [flags]\n\n")
+	fmt.Fprintf(out, "usage: go run ./tools/bench/delivery [flags]\n\n")
 	flag.PrintDefaults()
 }
 
@@ -239,17 +238,13 @@ func (e *envFlag) Set(v string) error {
 	return nil
 }
 
-// dynamicConfig is the dev server's dynamic config: what make dev and the end-to-end tests run
-// it with (devtemporal.Tuned), changed by -temporal-dc flags; a flag with an empty value
-// removes a setting.
+// dynamicConfig is the -temporal-dc flags as devstack's changes to the dynamic config make dev
+// and the end-to-end tests run Temporal with (devtemporal.Tuned): an empty value removes a
+// setting.
 func (e envFlag) dynamicConfig() map[string]string {
-	m := devtemporal.Tuned()
+	m := map[string]string{}
 	for _, kv := range e {
 		k, v, _ := strings.Cut(kv, "=")
-		if v == "" {
-			delete(m, k)
-			continue
-		}
 		m[k] = v
 	}
 	return m

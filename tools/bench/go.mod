@@ -1,7 +1,7 @@
 // The benchmarks, in a module of their own so that their tools stay out of the service's go.mod
 // and `go test ./...` of the service does not build them. They measure the service of this
 // checkout: the replace below points at it.
-module github.com/bgcheck/bgcheck/test/bench
+module github.com/bgcheck/bgcheck/tools/bench
 
 go 1.26.8
 
@@ -18,6 +18,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/facebookgo/clock v0.0.0-20150410010913-600d898af40a // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/mock v1.6.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.2 // indirect

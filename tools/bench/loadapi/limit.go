@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/bgcheck/bgcheck/internal/dev/devstack"
 	"github.com/bgcheck/bgcheck/ratelimit"
 )
 
@@ -28,7 +29,7 @@ import (
 // The clients stop a margin (a tenth of the window, at most 2 s) before the window ends, so that
 // no request of the run lands in the next window however the server's and the client's clocks
 // start; answers are grouped by X-RateLimit-Reset as well, which tells the windows apart anyway.
-func limitCheck(ctx context.Context, o options, stdout io.Writer, work, dbURL, key string) error {
+func limitCheck(ctx context.Context, o options, stdout io.Writer, work string, dev *devstack.Stack) error {
 	rule, err := ratelimit.ParseRule(o.limit)
 	if err != nil || rule.Off() {
 		return fmt.Errorf("-limit: %q is not N/duration", o.limit)
@@ -48,14 +49,14 @@ func limitCheck(ctx context.Context, o options, stdout io.Writer, work, dbURL, k
 			return err
 		}
 		defer logFile.Close()
-		env := []string{"DATABASE_URL=" + dbURL, "BGCHECK_HTTP_ADDR=" + addr, "BGCHECK_LOG_LEVEL=" + o.apiLogLevel,
-			"BGCHECK_RATE_LIMIT_PLATFORM=" + rule.String(), "BGCHECK_REDIS_URL=" + o.redisURL}
-		api, err := startChild(fmt.Sprintf("bgcheck-api %d", i+1), filepath.Join(work, "bgcheck-api"), nil, append(env, o.apiEnv...), logFile)
+		env := append(dev.Environ(), "BGCHECK_HTTP_ADDR="+addr, "BGCHECK_LOG_LEVEL="+o.apiLogLevel,
+			"BGCHECK_RATE_LIMIT_PLATFORM="+rule.String(), "BGCHECK_REDIS_URL="+o.redisURL)
+		api, err := devstack.StartProcess(fmt.Sprintf("bgcheck-api %d", i+1), filepath.Join(work, "bgcheck-api"), nil, append(env, o.apiEnv...), logFile)
 		if err != nil {
 			return err
 		}
-		defer api.stop()
-		if err := api.waitReady(ctx, "http://"+addr+"/healthz", nil); err != nil {
+		defer api.Stop(25 * time.Second)
+		if err := api.WaitReady(ctx, "http://"+addr+"/healthz", nil); err != nil {
 			return fmt.Errorf("%w\n%s", err, tail(logPath, 2000))
 		}
 		urls = append(urls, "http://"+addr+"/api/v1/webhooks/endpoints")
@@ -63,7 +64,7 @@ func limitCheck(ctx context.Context, o options, stdout io.Writer, work, dbURL, k
 
 	margin := min(rule.Window/10, 2*time.Second)
 	logf("limit check: %d clients, one key, %d instance(s), platform limit %s, for %s", o.concurrency, o.instances, rule, rule.Window-margin)
-	res := hammer(ctx, urls, key, o.concurrency, rule.Window-margin, o.timeout)
+	res := hammer(ctx, urls, dev.TestKey, o.concurrency, rule.Window-margin, o.timeout)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func limitCheck(ctx context.Context, o options, stdout io.Writer, work, dbURL, k
 	last := slices.Max(res.resets)
 	time.Sleep(time.Until(time.Unix(last, 0)))
 	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{Proxy: nil}}
-	status, _, err := call(ctx, client, http.MethodGet, urls[0], key, nil)
+	status, _, err := call(ctx, client, http.MethodGet, urls[0], dev.TestKey, nil)
 	if err != nil {
 		return err
 	}

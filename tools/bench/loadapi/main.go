@@ -6,9 +6,9 @@
 //
 // Run it from the repository root (PostgreSQL must be reachable; nothing else is needed):
 //
-//	go run ./test/bench/loadapi                          # 32 workers, 2s warm-up, 10s measured
-//	go run ./test/bench/loadapi -c 64 -d 20s
-//	go run ./test/bench/loadapi -api-log-level warn      # without the per-request access log
+//	go run ./tools/bench/loadapi                          # 32 workers, 2s warm-up, 10s measured
+//	go run ./tools/bench/loadapi -c 64 -d 20s
+//	go run ./tools/bench/loadapi -api-log-level warn      # without the per-request access log
 //
 // It creates a throwaway database bgcheck_load_<random> on BGCHECK_TEST_DATABASE_URL (default the
 // local PostgreSQL), builds bgcheck-api and bgcheckctl, bootstraps an account with bgcheckctl,
@@ -34,8 +34,8 @@
 // when exactly the limit got 200, the rest 429 with the X-RateLimit-* headers and Retry-After,
 // and a request after the window passes again:
 //
-//	go run ./test/bench/loadapi -limit-check -c 200
-//	go run ./test/bench/loadapi -limit-check -c 200 -instances 2 -redis redis://127.0.0.1:6379/0
+//	go run ./tools/bench/loadapi -limit-check -c 200
+//	go run ./tools/bench/loadapi -limit-check -c 200 -instances 2 -redis redis://127.0.0.1:6379/0
 package main
 
 import (
@@ -44,6 +44,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -54,8 +55,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bgcheck/bgcheck/test/bench/internal/benchkit"
-
+	"github.com/bgcheck/bgcheck/internal/dev/devstack"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
 )
 
@@ -120,7 +120,7 @@ func main() {
 // usage prints the flags a person uses, not the internal ones (those with no usage text).
 func usage() {
 	out := flag.CommandLine.Output()
-	fmt.Fprintf(out, "usage: go run ./test/bench/loadapi [flags]\n\n")
+	fmt.Fprintf(out, "usage: go run ./tools/bench/loadapi [flags]\n\n")
 	flag.VisitAll(func(f *flag.Flag) {
 		if f.Usage == "" {
 			return
@@ -182,33 +182,20 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		_ = os.RemoveAll(work)
 	}()
 
-	dbURL, dbName, dropDB, err := benchkit.CreateDatabase(ctx, pgtest.ServerURL(), "bgcheck_load_")
+	logf("building bgcheck-api")
+	if err := devstack.Build(ctx, work, "bgcheck-api"); err != nil {
+		return err
+	}
+	// The database and the account; no Temporal: listing endpoints does not ask it.
+	dev, err := devstack.Start(ctx, devstack.Options{Dir: work, DatabasePrefix: "bgcheck_load_", Temporal: devstack.TemporalNone,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Keep: o.keep})
 	if err != nil {
 		return err
 	}
-	if !o.keep {
-		logf("database %s (dropped at the end; only kill -9 leaves it behind)", dbURL)
-	}
-	defer func() {
-		if o.keep {
-			logf("kept the database: DATABASE_URL=%s", dbURL)
-			return
-		}
-		if err := dropDB(); err != nil {
-			logf("drop the database: %v", err)
-		}
-	}()
-
-	logf("building bgcheck-api and bgcheckctl")
-	if err := buildBinaries(ctx, work); err != nil {
-		return err
-	}
-	key, err := bootstrap(ctx, filepath.Join(work, "bgcheckctl"), dbURL)
-	if err != nil {
-		return err
-	}
+	defer dev.Close()
+	dbURL, dbName, key := dev.DatabaseURL, dev.DatabaseName, dev.TestKey
 	if o.limitCheck {
-		return limitCheck(ctx, o, stdout, work, dbURL, key)
+		return limitCheck(ctx, o, stdout, work, dev)
 	}
 
 	apiAddr, err := freeAddr()
@@ -228,14 +215,14 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	// The limits are off unless -api-env sets them (the last of repeated names wins).
 	env := append([]string{"DATABASE_URL=" + apiDBURL, "BGCHECK_HTTP_ADDR=" + apiAddr, "BGCHECK_LOG_LEVEL=" + o.apiLogLevel,
 		"BGCHECK_RATE_LIMIT_AUTH=off", "BGCHECK_RATE_LIMIT_CONSUMER=off", "BGCHECK_RATE_LIMIT_PLATFORM=off"}, o.apiEnv...)
-	api, err := startChild("bgcheck-api", filepath.Join(work, "bgcheck-api"), nil, env, apiLog)
+	api, err := devstack.StartProcess("bgcheck-api", filepath.Join(work, "bgcheck-api"), nil, append(dev.Environ(), env...), apiLog)
 	if err != nil {
 		return err
 	}
-	defer api.stop()
+	defer api.Stop(25 * time.Second) // the API allows itself 20
 	// /healthz, not /readyz: the API serves only once its database is migrated, and readiness
 	// would also ask for Temporal, which this benchmark does not need.
-	if err := api.waitReady(ctx, "http://"+apiAddr+"/healthz", nil); err != nil {
+	if err := api.WaitReady(ctx, "http://"+apiAddr+"/healthz", nil); err != nil {
 		return fmt.Errorf("%w\n%s", err, tail(apiLogPath, 2000))
 	}
 	apiURL := "http://" + apiAddr + "/api/v1/webhooks/endpoints"
@@ -256,19 +243,19 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bare, err := startChild("bare-chi", self, []string{"-serve-bare", bareAddr, "-bare-body", bodyPath}, nil, os.Stderr)
+	bare, err := devstack.StartProcess("bare-chi", self, []string{"-serve-bare", bareAddr, "-bare-body", bodyPath}, nil, os.Stderr)
 	if err != nil {
 		return err
 	}
-	defer bare.stop()
+	defer bare.Stop(25 * time.Second)
 	bareURL := "http://" + bareAddr + "/api/v1/webhooks/endpoints"
-	if err := bare.waitReady(ctx, bareURL, nil); err != nil {
+	if err := bare.WaitReady(ctx, bareURL, nil); err != nil {
 		return err
 	}
 
 	targets := []target{
-		{name: "bare-chi", url: bareURL, pid: bare.pid()},
-		{name: "bgcheck-api", url: apiURL, header: http.Header{"X-Api-Key": {key}}, pid: api.pid()},
+		{name: "bare-chi", url: bareURL, pid: bare.PID()},
+		{name: "bgcheck-api", url: apiURL, header: http.Header{"X-Api-Key": {key}}, pid: api.PID()},
 	}
 	for i := range targets {
 		targets[i].dbPIDs = func(ctx context.Context) []int { return backendPIDs(ctx, pgtest.ServerURL(), dbName) }

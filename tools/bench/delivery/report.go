@@ -9,13 +9,24 @@ import (
 	"text/tabwriter"
 )
 
-// Targets the figures are held against (the issue's).
+// Targets the figures are held against (issue 17's).
 const (
-	targetIngestPerSec   = 1000
+	targetIngestPerSec   = 2000
 	targetIngestP99ms    = 50
-	targetLatencyP99ms   = 300
-	targetDeliveryPerSec = 150
+	targetDeliveryPerSec = 200
 )
+
+// targetLatencyP99ms is the bound on the latency's p99 at an open-loop rate: 100 ms up to 50
+// events/s, 250 ms up to 150/s; none above.
+func targetLatencyP99ms(rate float64) (float64, bool) {
+	switch {
+	case rate <= 50:
+		return 100, true
+	case rate <= 150:
+		return 250, true
+	}
+	return 0, false
+}
 
 // report is the output of a run.
 type report struct {
@@ -47,7 +58,7 @@ func newReport(o options) *report {
 	switch {
 	case o.temporal == "postgres":
 		mode = "cluster-postgres"
-	case o.disk:
+	case o.temporal == "disk" || o.disk:
 		mode = "sqlite-wal"
 	}
 	return &report{
@@ -114,8 +125,11 @@ func (r *report) printTable(w io.Writer) {
 		cpuRows = append(cpuRows, cpuRow{"ingest", x.CPU})
 	}
 	if x := r.Latency; x != nil {
-		fmt.Fprintf(w, "\n2. Latency at %g events/s, open loop for %gs (target p99 <= %dms: %s)\n", x.Rate, x.DurationS,
-			targetLatencyP99ms, meets(x.Latency.P99ms <= targetLatencyP99ms && x.Arrived == x.Sent && x.Latency.N > 0))
+		target := "no target at this rate"
+		if bound, ok := targetLatencyP99ms(x.Rate); ok {
+			target = fmt.Sprintf("target p99 <= %gms: %s", bound, meets(x.Latency.P99ms <= bound && x.Arrived == x.Sent && x.Latency.N > 0))
+		}
+		fmt.Fprintf(w, "\n2. Latency at %g events/s, open loop for %gs (%s)\n", x.Rate, x.DurationS, target)
 		fmt.Fprintf(w, "latency = the receiver's arrival time minus the time the POST was due and sent (generator lag at most %.1fms);\n", x.GenLagMaxMs)
 		fmt.Fprintf(w, "Temporal held %d workflows before\n", x.PriorWorkflows)
 		printRates(w, []rateResult{*x})
