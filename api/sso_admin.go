@@ -256,9 +256,12 @@ func (s *Server) checkOIDCSettings(ctx context.Context, req *ssoConnectionReques
 	if o.Issuer != nil {
 		if _, err := s.oidc.Discover(ctx, *o.Issuer); err != nil {
 			// The library's words may quote what the address answered: logged, not echoed.
-			s.log.Info("SSO: OIDC discovery failed", "issuer", *o.Issuer, "err", err)
-			return bgcheck.ValidationError(bgcheck.FieldError{Field: "oidc.issuer",
-				Message: "discovery failed: the issuer must serve /.well-known/openid-configuration naming itself exactly, with https endpoints"})
+			contextLogger(ctx).Info("SSO: OIDC discovery failed", "issuer", *o.Issuer, "err", err)
+			msg := "discovery failed: the issuer must serve /.well-known/openid-configuration naming itself exactly, with https endpoints"
+			if sso.IsConnectionFailure(err) {
+				msg = "discovery failed: the issuer could not be reached: " + sso.ConnectionProblem(err)
+			}
+			return bgcheck.ValidationError(bgcheck.FieldError{Field: "oidc.issuer", Message: msg})
 		}
 	}
 	return nil
@@ -291,7 +294,7 @@ func (s *Server) checkSAMLSettings(ctx context.Context, req *ssoConnectionReques
 		}
 		body, err := sso.FetchMetadata(ctx, s.ssoClient, *m.MetadataURL)
 		if err != nil {
-			return bgcheck.ValidationError(bgcheck.FieldError{Field: field, Message: err.Error()})
+			return s.metadataRefused(ctx, field, err)
 		}
 		raw, u.SAMLIdPMetadataURL = body, m.MetadataURL
 	} else {
@@ -301,7 +304,7 @@ func (s *Server) checkSAMLSettings(ctx context.Context, req *ssoConnectionReques
 	}
 	md, err := sso.ParseIdPMetadata(raw)
 	if err != nil {
-		return bgcheck.ValidationError(bgcheck.FieldError{Field: field, Message: "the metadata " + err.Error()})
+		return s.metadataRefused(ctx, field, err)
 	}
 	xml, entity := string(raw), md.EntityID
 	u.SAMLIdPMetadataXML, u.SAMLIdPEntityID = &xml, &entity
@@ -309,6 +312,14 @@ func (s *Server) checkSAMLSettings(ctx context.Context, req *ssoConnectionReques
 		u.SAMLMetadataValidUntil = &md.ValidUntil
 	}
 	return nil
+}
+
+// metadataRefused is a validation error on field that says in our words why the metadata was
+// refused; the libraries' words, which can name the resolver or quote the document, are logged
+// with the request id.
+func (s *Server) metadataRefused(ctx context.Context, field string, err error) error {
+	contextLogger(ctx).Info("SSO: SAML metadata refused", "field", field, "err", err)
+	return bgcheck.ValidationError(bgcheck.FieldError{Field: field, Message: sso.ReasonOf(err)})
 }
 
 // checkIdPURL accepts an https URL, or plain http only to an address in the networks the

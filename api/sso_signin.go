@@ -192,7 +192,8 @@ func (s *Server) samlFor(ctx context.Context, c *bgcheck.SSOConnection) (*sso.SA
 	}
 	md, err := sso.ParseIdPMetadata(raw)
 	if err != nil {
-		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata " + err.Error()}
+		return nil, &sso.Refusal{Err: &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
+			Detail: "the connection's IdP metadata cannot be used (" + sso.ReasonOf(err) + "): an admin must give current metadata"}, Cause: err}
 	}
 	if !md.ValidUntil.IsZero() && now.After(md.ValidUntil) {
 		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata expired at " +

@@ -2,13 +2,9 @@ package sso
 
 import (
 	"bytes"
-	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -40,24 +36,24 @@ type IdPMetadata struct {
 
 // ParseIdPMetadata reads an IdP's metadata: an EntityDescriptor, or an EntitiesDescriptor that
 // holds exactly one IdP. It must name an entity id, an HTTP-Redirect SSO service and at least
-// one signing certificate.
+// one signing certificate. Its errors are *MetadataError.
 func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 	if len(raw) > MaxMetadataBytes {
-		return nil, fmt.Errorf("is larger than %d bytes", MaxMetadataBytes)
+		return nil, metadataError(nil, "the metadata is larger than %d bytes", MaxMetadataBytes)
 	}
 	if err := xrv.Validate(bytes.NewReader(raw)); err != nil {
-		return nil, fmt.Errorf("is not well-formed XML: %v", err)
+		return nil, metadataError(err, "the metadata is not well-formed XML")
 	}
 	var ed saml.EntityDescriptor
 	switch rootElement(raw) {
 	case "EntityDescriptor":
 		if err := xml.Unmarshal(raw, &ed); err != nil {
-			return nil, fmt.Errorf("cannot be read: %v", err)
+			return nil, metadataError(err, "the metadata cannot be read as a SAML EntityDescriptor")
 		}
 	case "EntitiesDescriptor":
 		var eds saml.EntitiesDescriptor
 		if err := xml.Unmarshal(raw, &eds); err != nil {
-			return nil, fmt.Errorf("cannot be read: %v", err)
+			return nil, metadataError(err, "the metadata cannot be read as a SAML EntitiesDescriptor")
 		}
 		var idps []saml.EntityDescriptor
 		for _, e := range eds.EntityDescriptors {
@@ -66,17 +62,17 @@ func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 			}
 		}
 		if len(idps) != 1 {
-			return nil, fmt.Errorf("describes %d identity providers; give the metadata of exactly one", len(idps))
+			return nil, metadataError(nil, "the metadata describes %d identity providers; give the metadata of exactly one", len(idps))
 		}
 		ed = idps[0]
 	default:
-		return nil, fmt.Errorf("is not SAML metadata (an EntityDescriptor)")
+		return nil, metadataError(nil, "the document is not SAML metadata (an EntityDescriptor)")
 	}
 	if ed.EntityID == "" {
-		return nil, fmt.Errorf("names no entityID")
+		return nil, metadataError(nil, "the metadata names no entityID")
 	}
 	if len(ed.IDPSSODescriptors) == 0 {
-		return nil, fmt.Errorf("has no IDPSSODescriptor: it is not an identity provider's metadata")
+		return nil, metadataError(nil, "the metadata has no IDPSSODescriptor: it is not an identity provider's metadata")
 	}
 	md := &IdPMetadata{EntityID: ed.EntityID, ValidUntil: ed.ValidUntil, descriptor: &ed}
 	for _, d := range ed.IDPSSODescriptors {
@@ -92,57 +88,26 @@ func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 			for _, c := range kd.KeyInfo.X509Data.X509Certificates {
 				der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(c.Data), ""))
 				if err != nil {
-					return nil, fmt.Errorf("has a signing certificate that is not base64")
+					return nil, metadataError(err, "the metadata has a signing certificate that is not base64")
 				}
 				cert, err := x509.ParseCertificate(der)
 				if err != nil {
-					return nil, fmt.Errorf("has a signing certificate that cannot be parsed: %v", err)
+					return nil, metadataError(err, "the metadata has a signing certificate that cannot be parsed as X.509")
 				}
 				md.SigningCerts = append(md.SigningCerts, cert)
 			}
 		}
 	}
 	if md.SSOURL == "" {
-		return nil, fmt.Errorf("offers no SingleSignOnService with the HTTP-Redirect binding")
+		return nil, metadataError(nil, "the metadata offers no SingleSignOnService with the HTTP-Redirect binding")
 	}
 	if !strings.HasPrefix(md.SSOURL, "https://") && !strings.HasPrefix(md.SSOURL, "http://") {
-		return nil, fmt.Errorf("names a SingleSignOnService that is not an http(s) URL")
+		return nil, metadataError(nil, "the metadata names a SingleSignOnService that is not an http(s) URL")
 	}
 	if len(md.SigningCerts) == 0 {
-		return nil, fmt.Errorf("has no signing certificate")
+		return nil, metadataError(nil, "the metadata has no signing certificate")
 	}
 	return md, nil
-}
-
-// FetchMetadata downloads metadata from url with client (the address guard applies), refusing
-// anything but http(s), an answer other than 200, and more than MaxMetadataBytes.
-func FetchMetadata(ctx context.Context, client *http.Client, url string) ([]byte, error) {
-	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		return nil, fmt.Errorf("must be an http or https URL")
-	}
-	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("must be an http or https URL")
-	}
-	req.Header.Set("Accept", "application/samlmetadata+xml, application/xml, text/xml")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("could not be fetched: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("answered %s", resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxMetadataBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("could not be read: %v", err)
-	}
-	if len(body) > MaxMetadataBytes {
-		return nil, fmt.Errorf("is larger than %d bytes", MaxMetadataBytes)
-	}
-	return body, nil
 }
 
 // MetadataStale reports whether metadata fetched at fetchedAt, valid until validUntil (zero:

@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bgcheck/bgcheck"
+)
+
+// fieldMessage asserts a 422 naming field and returns its message and the request id.
+func fieldMessage(t *testing.T, r *response, field string) (string, string) {
+	t.Helper()
+	p := wantProblem(t, r, http.StatusUnprocessableEntity, bgcheck.CodeValidationFailed)
+	for _, f := range p.Errors {
+		if f.Field == field {
+			return f.Message, p.RequestID
+		}
+	}
+	t.Fatalf("422 does not name field %q: %+v", field, p.Errors)
+	return "", ""
+}
+
+// Metadata that cannot be fetched or read is refused in our words; what the resolver, the
+// dialler or the XML and X.509 parsers said goes to the log, beside the request id.
+func TestSAMLMetadataRefusedInOurWords(t *testing.T) {
+	s := newSSOScene(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/metadata"
+	ln.Close()
+	create := func(saml map[string]any) *response {
+		return s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
+			"protocol": "saml", "domains": []string{"acme.test"}, "saml": saml})
+	}
+	for _, tc := range []struct {
+		name, field, want string
+		saml              map[string]any
+		leaks             []string
+	}{
+		{"a refused connection", "saml.metadata_url", "the metadata URL could not be fetched: the host refused the connection",
+			map[string]any{"metadata_url": closed}, []string{"dial tcp", "connect:", "Get \""}},
+		{"XML that is not", "saml.metadata_xml", "the metadata is not well-formed XML",
+			map[string]any{"metadata_xml": `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata"><`}, []string{"XML syntax", "unexpected EOF"}},
+		{"a certificate that is not one", "saml.metadata_xml", "signing certificate that cannot be parsed as X.509",
+			map[string]any{"metadata_xml": `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.example.com">
+  <IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"><KeyDescriptor use="signing">
+  <KeyInfo xmlns="http://www.w3.org/2000/09/xmldsig#"><X509Data><X509Certificate>AAAA</X509Certificate></X509Data></KeyInfo></KeyDescriptor>
+  <SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://idp.example.com/sso"/>
+  </IDPSSODescriptor></EntityDescriptor>`}, []string{"x509:", "asn1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, requestID := fieldMessage(t, create(tc.saml), tc.field)
+			if !strings.Contains(msg, tc.want) {
+				t.Fatalf("message %q, want %q", msg, tc.want)
+			}
+			for _, leak := range tc.leaks {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("the answer %q repeats the library's %q", msg, leak)
+				}
+			}
+			logged := false
+			for _, line := range strings.Split(s.logs.String(), "\n") {
+				if strings.Contains(line, requestID) && strings.Contains(line, "SAML metadata refused") && strings.Contains(line, tc.leaks[0]) {
+					logged = true
+				}
+			}
+			if !logged {
+				t.Fatalf("the library's words are not logged with request id %s", requestID)
+			}
+		})
+	}
+	if n := len(decode[pageJSON[ssoConnectionJSON]](t, s.bearer("GET", "/api/v1/admin/sso/connections", s.adminA, nil), 200).Data); n != 0 {
+		t.Fatalf("%d connections made by refused requests", n)
+	}
+}
