@@ -303,6 +303,9 @@ func (s *Server) checkSAMLSettings(ctx context.Context, req *ssoConnectionReques
 		u.SAMLIdPMetadataURL = &empty
 	}
 	md, err := sso.ParseIdPMetadata(raw)
+	if err == nil {
+		err = md.CheckCurrent(time.Now())
+	}
 	if err != nil {
 		return s.metadataRefused(ctx, field, err)
 	}

@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/bgcheck/bgcheck"
+	"github.com/bgcheck/bgcheck/internal/dev/idptest"
 )
 
 // fieldMessage asserts a 422 naming field and returns its message and the request id.
@@ -75,5 +79,44 @@ func TestSAMLMetadataRefusedInOurWords(t *testing.T) {
 	}
 	if n := len(decode[pageJSON[ssoConnectionJSON]](t, s.bearer("GET", "/api/v1/admin/sso/connections", s.adminA, nil), 200).Data); n != 0 {
 		t.Fatalf("%d connections made by refused requests", n)
+	}
+}
+
+// expired rewrites every validUntil in metadata to a day in the past.
+func expired(metadata []byte) string {
+	return regexp.MustCompile(`validUntil="[^"]*"`).ReplaceAllString(string(metadata), `validUntil="2020-01-01T00:00:00Z"`)
+}
+
+// Metadata past its validUntil is refused, pasted or fetched, on create and on change, and the
+// connection keeps what it had.
+func TestExpiredSAMLMetadataIsRefused(t *testing.T) {
+	s := newSSOScene(t)
+	idp := idptest.StartSAML(t)
+	old := expired(idp.Metadata())
+	if !strings.Contains(old, "2020-01-01") {
+		t.Fatal("the IdP's metadata states no validUntil")
+	}
+	served := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, old) }))
+	defer served.Close()
+	create := func(saml map[string]any) *response {
+		return s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
+			"protocol": "saml", "domains": []string{"acme.test"}, "saml": saml})
+	}
+	for field, saml := range map[string]map[string]any{
+		"saml.metadata_xml": {"metadata_xml": old},
+		"saml.metadata_url": {"metadata_url": served.URL + "/metadata"},
+	} {
+		if msg, _ := fieldMessage(t, create(saml), field); !strings.Contains(msg, "validUntil, 2020-01-01T00:00:00Z, has passed") {
+			t.Fatalf("%s: message %q", field, msg)
+		}
+	}
+	c := decode[ssoConnectionJSON](t, create(map[string]any{"metadata_xml": string(idp.Metadata())}), http.StatusCreated)
+	msg, _ := fieldMessage(t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA,
+		map[string]any{"saml": map[string]any{"metadata_xml": strings.Replace(old, idp.URL+"/metadata", "https://other.example/idp", 1)}}), "saml.metadata_xml")
+	if !strings.Contains(msg, "validUntil") {
+		t.Fatalf("message %q", msg)
+	}
+	if got := decode[ssoConnectionJSON](t, s.bearer("GET", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 200); got.SAML.IdPEntityID != idp.URL+"/metadata" {
+		t.Fatalf("a refused change took: entity id %s", got.SAML.IdPEntityID)
 	}
 }

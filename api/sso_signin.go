@@ -195,9 +195,9 @@ func (s *Server) samlFor(ctx context.Context, c *bgcheck.SSOConnection) (*sso.SA
 		return nil, &sso.Refusal{Err: &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
 			Detail: "the connection's IdP metadata cannot be used (" + sso.ReasonOf(err) + "): an admin must give current metadata"}, Cause: err}
 	}
-	if !md.ValidUntil.IsZero() && now.After(md.ValidUntil) {
-		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata expired at " +
-			md.ValidUntil.UTC().Format(time.RFC3339) + ": an admin must give current metadata"}
+	if err := md.CheckCurrent(now); err != nil {
+		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata cannot be used (" +
+			sso.ReasonOf(err) + "): an admin must give current metadata"}
 	}
 	return sso.NewSAML(sso.SAMLConfig{EntityID: s.ssoURL(c.ID, "saml/metadata"), ACSURL: s.ssoURL(c.ID, "saml/acs"),
 		MetadataURL: s.ssoURL(c.ID, "saml/metadata"), IdP: md, AllowIdPInitiated: c.SAMLAllowIdPInitiated})

@@ -110,6 +110,16 @@ func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 	return md, nil
 }
 
+// CheckCurrent refuses metadata whose validUntil has passed at now: the IdP says it may no
+// longer be relied on, whatever keys it names.
+func (m *IdPMetadata) CheckCurrent(now time.Time) error {
+	if !m.ValidUntil.IsZero() && !now.Before(m.ValidUntil) {
+		return metadataError(nil, "the metadata expired: its validUntil, %s, has passed; the IdP must publish current metadata",
+			m.ValidUntil.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // MetadataStale reports whether metadata fetched at fetchedAt, valid until validUntil (zero:
 // unstated), should be fetched again at now.
 func MetadataStale(fetchedAt, validUntil, now time.Time) bool {
