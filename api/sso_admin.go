@@ -302,7 +302,7 @@ func (s *Server) checkSAMLSettings(ctx context.Context, req *ssoConnectionReques
 		empty := ""
 		u.SAMLIdPMetadataURL = &empty
 	}
-	md, err := sso.ParseIdPMetadata(raw)
+	md, err := sso.ParseIdPMetadata(raw, s.opts.SSOPrivateNetworks)
 	if err == nil {
 		err = md.CheckCurrent(time.Now())
 	}

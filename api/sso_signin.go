@@ -175,7 +175,7 @@ func (s *Server) samlFor(ctx context.Context, c *bgcheck.SSOConnection) (*sso.SA
 		body, err := sso.FetchMetadata(ctx, s.ssoClient, c.SAMLIdPMetadataURL)
 		var md *sso.IdPMetadata
 		if err == nil {
-			md, err = sso.ParseIdPMetadata(body)
+			md, err = sso.ParseIdPMetadata(body, s.opts.SSOPrivateNetworks)
 		}
 		if err == nil {
 			var until *time.Time
@@ -190,7 +190,7 @@ func (s *Server) samlFor(ctx context.Context, c *bgcheck.SSOConnection) (*sso.SA
 			s.log.Warn("SSO: refreshing SAML metadata failed; keeping the stored copy", "connection_id", c.ID, "err", err)
 		}
 	}
-	md, err := sso.ParseIdPMetadata(raw)
+	md, err := sso.ParseIdPMetadata(raw, s.opts.SSOPrivateNetworks)
 	if err != nil {
 		return nil, &sso.Refusal{Err: &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
 			Detail: "the connection's IdP metadata cannot be used (" + sso.ReasonOf(err) + "): an admin must give current metadata"}, Cause: err}

@@ -3,6 +3,8 @@ package sso
 import (
 	"context"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,7 +28,9 @@ func TestFetchMetadataSaysWhatWentWrongInOurWords(t *testing.T) {
 	ln.Close()
 	missing := httptest.NewServer(http.NotFoundHandler())
 	defer missing.Close()
-	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // our client's refusal of its certificate
+	tlsSrv.StartTLS()
 	defer tlsSrv.Close()
 	hang := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))

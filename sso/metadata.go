@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -36,8 +38,9 @@ type IdPMetadata struct {
 
 // ParseIdPMetadata reads an IdP's metadata: an EntityDescriptor, or an EntitiesDescriptor that
 // holds exactly one IdP. It must name an entity id, an HTTP-Redirect SSO service and at least
-// one signing certificate. Its errors are *MetadataError.
-func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
+// one signing certificate. The SSO service must be https, or plain http to an address in allowed
+// (as OIDC endpoints must). Its errors are *MetadataError.
+func ParseIdPMetadata(raw []byte, allowed []netip.Prefix) (*IdPMetadata, error) {
 	if len(raw) > MaxMetadataBytes {
 		return nil, metadataError(nil, "the metadata is larger than %d bytes", MaxMetadataBytes)
 	}
@@ -101,8 +104,11 @@ func ParseIdPMetadata(raw []byte) (*IdPMetadata, error) {
 	if md.SSOURL == "" {
 		return nil, metadataError(nil, "the metadata offers no SingleSignOnService with the HTTP-Redirect binding")
 	}
-	if !strings.HasPrefix(md.SSOURL, "https://") && !strings.HasPrefix(md.SSOURL, "http://") {
-		return nil, metadataError(nil, "the metadata names a SingleSignOnService that is not an http(s) URL")
+	// The browser carries the AuthnRequest there and signs in there: over plain http anyone on
+	// the way could read or change both, so only an IdP on the operator's own networks may use it.
+	if u, err := url.Parse(md.SSOURL); err != nil || u.Host == "" || u.Scheme != "https" && !(u.Scheme == "http" && PlainHTTPAllowed(u, allowed)) {
+		return nil, metadataError(err, "the metadata's SingleSignOnService must be an https URL "+
+			"(plain http only to an address in BGCHECK_SSO_PRIVATE_NETWORKS)")
 	}
 	if len(md.SigningCerts) == 0 {
 		return nil, metadataError(nil, "the metadata has no signing certificate")

@@ -1,7 +1,13 @@
 package sso
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"math/big"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +41,7 @@ func TestParseIdPMetadataRefusesWhatCannotWork(t *testing.T) {
 		{"too large", `<x>` + strings.Repeat(" ", MaxMetadataBytes) + `</x>`, "larger than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseIdPMetadata([]byte(tc.xml))
+			_, err := ParseIdPMetadata([]byte(tc.xml), nil)
 			if err == nil || !strings.Contains(ReasonOf(err), tc.want) {
 				t.Fatalf("err %v, want one saying %q", err, tc.want)
 			}
@@ -72,6 +78,51 @@ func TestEmailVerifiedAsBoolOrString(t *testing.T) {
 		var c profileClaims
 		if err := json.Unmarshal([]byte(raw), &c); err != nil || bool(c.EmailVerified) != want {
 			t.Errorf("%s: %v, %v", raw, c.EmailVerified, err)
+		}
+	}
+}
+
+// validCert is a self-signed certificate, base64 DER as metadata carries it.
+func validCert(t *testing.T) string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(der)
+}
+
+// The browser takes the AuthnRequest to the IdP's SSO service and signs in there: it must be
+// https, unless the IdP is on a network the operator named (as for OIDC endpoints).
+func TestParseIdPMetadataWantsAnHTTPSSignOnService(t *testing.T) {
+	keyInfo := `<KeyDescriptor use="signing"><KeyInfo xmlns="http://www.w3.org/2000/09/xmldsig#"><X509Data><X509Certificate>` +
+		validCert(t) + `</X509Certificate></X509Data></KeyInfo></KeyDescriptor>`
+	withSSO := func(location string) []byte {
+		return []byte(strings.Replace(idpMetadata("https://idp.example.com", "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect", keyInfo),
+			"https://idp.example.com/sso", location, 1))
+	}
+	for _, tc := range []struct {
+		location string
+		allowed  []netip.Prefix
+		ok       bool
+	}{
+		{"https://idp.example.com/sso", nil, true},
+		{"http://idp.example.com/sso", nil, false},
+		{"http://127.0.0.1:8080/sso", nil, false},
+		{"http://127.0.0.1:8080/sso", loopback, true},
+		{"http://idp.internal/sso", loopback, false}, // a name could resolve anywhere
+	} {
+		md, err := ParseIdPMetadata(withSSO(tc.location), tc.allowed)
+		if tc.ok && (err != nil || md.SSOURL != tc.location) {
+			t.Errorf("%s (allowed %v): %v", tc.location, tc.allowed, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(ReasonOf(err), "must be an https URL")) {
+			t.Errorf("%s (allowed %v) accepted, or refused for another reason: %v", tc.location, tc.allowed, err)
 		}
 	}
 }
