@@ -83,13 +83,40 @@ func NewSAML(cfg SAMLConfig) (*SAML, error) {
 	}}, nil
 }
 
-// Metadata is our service provider's metadata, for the IdP's administrator.
+// Metadata is our service provider's metadata, for the IdP's administrator. It advertises the
+// one binding our ACS speaks (HTTP-POST; crewjam adds HTTP-Artifact, which we do not resolve)
+// and no validUntil: crewjam's default of two days from now would make an IdP that loaded the
+// document once consider it expired on the third day, while these values never change.
 func (s *SAML) Metadata() ([]byte, error) {
-	out, err := xml.MarshalIndent(s.sp.Metadata(), "", "  ")
+	ed := s.sp.Metadata()
+	for i := range ed.SPSSODescriptors {
+		d := &ed.SPSSODescriptors[i]
+		d.ValidUntil = nil
+		var acs []saml.IndexedEndpoint
+		for _, e := range d.AssertionConsumerServices {
+			if e.Binding == saml.HTTPPostBinding {
+				e.Index = len(acs) + 1
+				acs = append(acs, e)
+			}
+		}
+		d.AssertionConsumerServices = acs
+	}
+	out, err := xml.Marshal(ed)
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte(xml.Header), out...), nil
+	// The EntityDescriptor's validUntil is a time.Time that marshals even when zero.
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(out); err != nil {
+		return nil, err
+	}
+	doc.Root().RemoveAttr("validUntil")
+	doc.Indent(2)
+	body, err := doc.WriteToBytes()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), body...), nil
 }
 
 // AuthnRequestURL returns where the browser goes to sign in (the HTTP-Redirect binding) and
