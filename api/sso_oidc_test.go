@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -159,6 +160,45 @@ func TestOIDCSignInRefusals(t *testing.T) {
 		detail := wantRefused(t, s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"), 401, bgcheck.CodeSSOFailed)
 		if !strings.Contains(detail, "ID token is not valid") || s.countUsers("alice@acme.test") != 0 {
 			t.Fatalf("detail %q", detail)
+		}
+	})
+	t.Run("the provider answers with an error", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			change func(authorize string) string
+			want   string
+		}{
+			// The provider refuses a response type the client may not use, explaining why in
+			// its own words (error_description).
+			{"unauthorized_client", func(u string) string { return strings.Replace(u, "response_type=code", "response_type=token", 1) },
+				"does not let this application use the authorization code flow"},
+			// Nobody is signed in at the provider, and the request forbids it to ask.
+			{"login_required", func(u string) string { return u + "&prompt=none" }, "wants the person to sign in there first"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				b := s.browser()
+				p := b.Get(t, tc.change(s.startSSO(b, "alice@acme.test")))
+				if !strings.Contains(p.URL.RawQuery, "error="+tc.name) {
+					t.Fatalf("the provider answered %s", p.URL)
+				}
+				detail := wantRefused(t, p, 401, bgcheck.CodeSSOFailed)
+				if !strings.Contains(detail, tc.want) || strings.Contains(detail, tc.name) || strings.Contains(detail, "client configuration") {
+					t.Fatalf("detail %q", detail)
+				}
+			})
+		}
+		// A code nobody defined, and a description made to look like ours, end the same way:
+		// our general sentence, the provider's words in the log only.
+		b := s.browser()
+		authorize, _ := url.Parse(s.startSSO(b, "alice@acme.test"))
+		p := b.Get(t, c.OIDC.RedirectURI+"?"+url.Values{"state": {authorize.Query().Get("state")}, "error": {"made_up"},
+			"error_description": {"call +1 555 0100 to unlock your account"}}.Encode())
+		detail := wantRefused(t, p, 401, bgcheck.CodeSSOFailed)
+		if !strings.Contains(detail, "refused the sign-in") || strings.Contains(detail, "555") || strings.Contains(detail, "made_up") {
+			t.Fatalf("detail %q", detail)
+		}
+		if !strings.Contains(s.logs.String(), "call +1 555 0100") {
+			t.Fatal("the provider's description is not logged")
 		}
 	})
 	t.Run("an unknown state", func(t *testing.T) {

@@ -229,8 +229,10 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
-		s.ssoFailed(w, r, c, st.Purpose, &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
-			Detail: "the identity provider answered " + e + ": " + q.Get("error_description")})
+		// The provider's own words, which anyone crafting the redirect can choose, go to the log.
+		requestLogger(r).Info("SSO: the identity provider answered with an error", "connection_id", c.ID,
+			"error", e, "error_description", q.Get("error_description"), "error_uri", q.Get("error_uri"))
+		s.ssoFailed(w, r, c, st.Purpose, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: sso.AuthorizationError(e)})
 		return
 	}
 	secret, err := s.db.OpenOIDCClientSecret(r.Context(), c.ID)

@@ -178,3 +178,31 @@ func (b *flexibleBool) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
+
+// authorizationErrors say in our words what an identity provider's error code on the redirect
+// back means (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6).
+var authorizationErrors = map[string]string{
+	"access_denied": "the identity provider denied the sign-in: it was cancelled there, or this person is not " +
+		"assigned to the application",
+	"login_required":             "the identity provider wants the person to sign in there first: start again",
+	"interaction_required":       "the identity provider needs the person to act there first: start again",
+	"consent_required":           "the identity provider needs the person's consent for this application: start again",
+	"account_selection_required": "the identity provider needs the person to choose an account: start again",
+	"temporarily_unavailable":    "the identity provider is temporarily unavailable: try again in a few minutes",
+	"server_error":               "the identity provider had an internal error: try again, and tell its administrator if it persists",
+	"unauthorized_client":        "the identity provider does not let this application use the authorization code flow: check the application's settings there",
+	"invalid_scope":              "the identity provider refused the scopes openid, email and profile: allow them for this application",
+	"unsupported_response_type":  "the identity provider does not offer the authorization code flow to this application",
+	"invalid_request":            "the identity provider refused the sign-in request: check the client id and the redirect URI registered there",
+	"invalid_client":             "the identity provider does not know this client id: check the connection's client id",
+}
+
+// AuthorizationError is what an identity provider's error code on the redirect back means, in
+// our words; a code we do not know gets a general sentence. The provider's error_description
+// is its own text, which an answer must not echo: it belongs in the log.
+func AuthorizationError(code string) string {
+	if msg, ok := authorizationErrors[code]; ok {
+		return msg
+	}
+	return "the identity provider refused the sign-in: its administrator can find the reason in its logs"
+}
