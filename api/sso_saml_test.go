@@ -208,6 +208,40 @@ func TestSAMLIdPInitiatedSignInWithReplayCache(t *testing.T) {
 	if !strings.Contains(detail, "presented before") {
 		t.Fatalf("replay detail %q", detail)
 	}
+
+	// An IdP configured with a landing page sends it as the RelayState: it names no sign-in of
+	// ours and is ignored; the person lands on the dashboard, and the replay cache still holds.
+	idp.AddShortcutWithRelayState("landing", c.SAML.SPEntityID, "https://evil.example/after-login")
+	b = s.browser()
+	acs, form = idp.SignInIdPInitiated(t, b, "landing", "carol", "carol-password")
+	if form.Get("RelayState") != "https://evil.example/after-login" {
+		t.Fatalf("the IdP sent RelayState %q", form.Get("RelayState"))
+	}
+	end := b.Post(t, acs, form)
+	if loc := end.Location(); loc == nil || !strings.HasPrefix(loc.String(), s.srv.URL+"/dashboard/#/sso?code=") {
+		t.Fatalf("ended at %v", end.Header.Get("Location"))
+	}
+	s.exchange(end)
+	wantRefused(t, b.Post(t, acs, form), 401, bgcheck.CodeSSOFailed)
+
+	// Sign-ins started here still go through their RelayState, and a response to one cannot
+	// pass for an IdP-initiated one by losing it.
+	b = s.browser()
+	acs, form = s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+	stripped := url.Values{"SAMLResponse": form["SAMLResponse"]}
+	if detail := wantRefused(t, b.Post(t, acs, stripped), 401, bgcheck.CodeSSOFailed); !strings.Contains(detail, "unknown") {
+		t.Fatalf("detail %q", detail)
+	}
+	// Nor by dropping the Response's InResponseTo: the signed assertion still names the request.
+	b = s.browser()
+	acs, form = s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+	unsolicited := rewriteResponse(t, url.Values{"SAMLResponse": form["SAMLResponse"]}, func(x string) string {
+		return regexp.MustCompile(`(<samlp:Response[^>]*?) InResponseTo="[^"]*"`).ReplaceAllString(x, "$1")
+	})
+	if detail := wantRefused(t, b.Post(t, acs, unsolicited), 401, bgcheck.CodeSSOFailed); !strings.Contains(detail, "answers a sign-in started here") {
+		t.Fatalf("detail %q", detail)
+	}
+	s.exchange(b.Post(t, acs, form))
 }
 
 func TestSAMLMetadataPastedAsXML(t *testing.T) {

@@ -249,8 +249,9 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSAMLACS receives the IdP's SAML response (HTTP-POST binding). A RelayState names the
-// sign-in it answers; a response without one is IdP-initiated, accepted only where the
-// connection allows it.
+// sign-in it answers. A response that answers no request (no InResponseTo) is IdP-initiated,
+// accepted only where the connection allows it; its RelayState, if the IdP sent one, is the
+// IdP's own (often a target URL) and is ignored: the person lands on the dashboard.
 func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 	connID := chi.URLParam(r, "connectionID")
 	// Base64, then form encoding (which triples "+", "/" and "="), of the largest response read.
@@ -268,7 +269,12 @@ func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	purpose, requestIDs := postgres.SSOPurposeSignIn, []string(nil)
-	if relay := r.PostForm.Get("RelayState"); relay != "" || !c.SAMLAllowIdPInitiated {
+	relay := r.PostForm.Get("RelayState")
+	if c.SAMLAllowIdPInitiated && sso.Unsolicited(r.PostForm.Get("SAMLResponse")) {
+		if relay != "" {
+			requestLogger(r).Info("SSO: ignoring the RelayState of an IdP-initiated SAML response", "connection_id", c.ID)
+		}
+	} else {
 		st, err := s.db.ConsumeSSOLoginState(r.Context(), hashToken(relay), s.bindingHash(r), connID)
 		if err != nil {
 			s.ssoFailed(w, r, c, "", err)
