@@ -64,10 +64,19 @@ type samlJSON struct {
 	MetadataURL        *string    `json:"metadata_url"`
 	MetadataFetchedAt  *time.Time `json:"metadata_fetched_at"`
 	MetadataValidUntil *time.Time `json:"metadata_valid_until"`
-	AllowIdPInitiated  bool       `json:"allow_idp_initiated"`
-	SPEntityID         string     `json:"sp_entity_id"`
-	ACSURL             string     `json:"acs_url"`
-	SPMetadataURL      string     `json:"sp_metadata_url"`
+	// MetadataNextRefresh is when metadata from a URL is next fetched in the background, and
+	// MetadataRefreshError what the last attempt said, until one succeeds.
+	MetadataNextRefresh  *time.Time        `json:"metadata_next_refresh_at"`
+	MetadataRefreshError *refreshErrorJSON `json:"metadata_refresh_error"`
+	AllowIdPInitiated    bool              `json:"allow_idp_initiated"`
+	SPEntityID           string            `json:"sp_entity_id"`
+	ACSURL               string            `json:"acs_url"`
+	SPMetadataURL        string            `json:"sp_metadata_url"`
+}
+
+type refreshErrorJSON struct {
+	At     time.Time `json:"at"`
+	Detail string    `json:"detail"`
 }
 
 type lastTestJSON struct {
@@ -101,6 +110,10 @@ func (s *Server) ssoConnectionView(c *bgcheck.SSOConnection) ssoConnectionJSON {
 			SPMetadataURL: s.ssoURL(c.ID, "saml/metadata")}
 		if c.SAMLIdPMetadataURL != "" {
 			out.SAML.MetadataURL = &c.SAMLIdPMetadataURL
+			out.SAML.MetadataNextRefresh = c.SAMLMetadataNextRefresh
+		}
+		if c.SAMLMetadataRefreshFailedAt != nil && c.SAMLMetadataRefreshError != nil {
+			out.SAML.MetadataRefreshError = &refreshErrorJSON{At: *c.SAMLMetadataRefreshFailedAt, Detail: *c.SAMLMetadataRefreshError}
 		}
 	}
 	if c.LastTestAt != nil && c.LastTestOK != nil {
@@ -314,6 +327,10 @@ func (s *Server) checkSAMLSettings(ctx context.Context, req *ssoConnectionReques
 	if !md.ValidUntil.IsZero() {
 		u.SAMLMetadataValidUntil = &md.ValidUntil
 	}
+	if m.MetadataURL != nil {
+		next := md.NextRefresh(time.Now())
+		u.SAMLMetadataNextRefresh = &next
+	}
 	return nil
 }
 
@@ -420,7 +437,7 @@ func (s *Server) handleSSOConnectionCreate(w http.ResponseWriter, r *http.Reques
 	}
 	u := checked.update
 	n := postgres.NewSSOConnection{AccountID: acct, Protocol: checked.protocol, Domains: *u.Domains,
-		SAMLMetadataValidUntil: u.SAMLMetadataValidUntil}
+		SAMLMetadataValidUntil: u.SAMLMetadataValidUntil, SAMLMetadataNextRefresh: u.SAMLMetadataNextRefresh}
 	for _, f := range []struct {
 		dst *string
 		src *string

@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bgcheck/bgcheck"
 	"github.com/bgcheck/bgcheck/internal/dev/idptest"
@@ -118,5 +120,54 @@ func TestExpiredSAMLMetadataIsRefused(t *testing.T) {
 	}
 	if got := decode[ssoConnectionJSON](t, s.bearer("GET", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 200); got.SAML.IdPEntityID != idp.URL+"/metadata" {
 		t.Fatalf("a refused change took: entity id %s", got.SAML.IdPEntityID)
+	}
+}
+
+// A sign-in uses the stored metadata, however old, while it is valid: fetching it again is the
+// worker's, in the background. Once it has expired, sign-ins answer 502 sso_unavailable and say
+// what the last refresh found; the connection shows that refresh's failure too.
+func TestSAMLSignInUsesTheStoredMetadata(t *testing.T) {
+	s := newSSOScene(t)
+	idp := idptest.StartSAML(t)
+	idp.AddUser("carol", "carol-password", "carol@acme.test")
+	var fetches atomic.Int32
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		_, _ = w.Write(idp.Metadata())
+	}))
+	defer host.Close()
+	c := decode[ssoConnectionJSON](t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
+		"protocol": "saml", "enabled": true, "jit_provisioning": true, "domains": []string{"acme.test"},
+		"saml": map[string]any{"metadata_url": host.URL + "/metadata"}}), http.StatusCreated)
+	c = s.verifyDomains(c)
+	idp.AddServiceProvider("bgcheck", s.do("GET", "/api/v1/auth/sso/saml/"+c.ID+"/metadata", "", nil).Body)
+	if c.SAML.MetadataNextRefreshAt == nil || c.SAML.MetadataNextRefreshAt.Sub(time.Now()) < 23*time.Hour {
+		t.Fatalf("next refresh %v", c.SAML.MetadataNextRefreshAt)
+	}
+	// Two days old and overdue: still signs in, without a fetch.
+	if _, err := s.db.Pool().Exec(t.Context(), `UPDATE sso_connections SET saml_metadata_fetched_at = now() - interval '2 days',
+		saml_metadata_next_refresh_at = now() - interval '1 day' WHERE id = $1`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := s.browser()
+	acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+	s.exchange(b.Post(t, acs, form))
+	if fetches.Load() != 1 {
+		t.Fatalf("the metadata was fetched %d times", fetches.Load())
+	}
+
+	// The worker's refreshes failed, and the stored metadata expired meanwhile.
+	if _, err := s.db.Pool().Exec(t.Context(), `UPDATE sso_connections SET saml_idp_metadata_xml = $2,
+		saml_metadata_refresh_failed_at = now(), saml_metadata_refresh_error = 'the metadata URL could not be fetched: the host was not found'
+		WHERE id = $1`, c.ID, expired(idp.Metadata())); err != nil {
+		t.Fatal(err)
+	}
+	got := decode[ssoConnectionJSON](t, s.bearer("GET", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 200)
+	if got.SAML.MetadataRefreshError == nil || got.SAML.MetadataRefreshError.Detail != "the metadata URL could not be fetched: the host was not found" {
+		t.Fatalf("refresh error %+v", got.SAML.MetadataRefreshError)
+	}
+	p := wantProblem(t, s.do("POST", "/api/v1/auth/sso/start", "", map[string]any{"email": "carol@acme.test"}), http.StatusBadGateway, bgcheck.CodeSSOUnavailable)
+	if !strings.Contains(p.Detail, "validUntil") || !strings.Contains(p.Detail, "the host was not found") || fetches.Load() != 1 {
+		t.Fatalf("detail %q; %d fetches", p.Detail, fetches.Load())
 	}
 }

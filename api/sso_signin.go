@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -110,7 +109,7 @@ func (s *Server) beginSSO(w http.ResponseWriter, r *http.Request, c *bgcheck.SSO
 		}
 		redirect = u
 	case bgcheck.SSOProtocolSAML:
-		sp, err := s.samlFor(r.Context(), c)
+		sp, err := s.samlFor(c)
 		if err != nil {
 			return "", s.unavailable(r, c, err)
 		}
@@ -158,46 +157,20 @@ func (s *Server) oidcConfig(c *bgcheck.SSOConnection, secret string) sso.OIDCCon
 		RedirectURL: s.ssoURL(c.ID, "oidc/callback")}
 }
 
-// samlFor builds a connection's service provider, fetching its IdP metadata again first when
-// it came from a URL and is a day old or past its validUntil. A failed refresh keeps the
-// stored metadata while it is still valid.
-func (s *Server) samlFor(ctx context.Context, c *bgcheck.SSOConnection) (*sso.SAML, error) {
-	raw := []byte(c.SAMLIdPMetadataXML)
-	now := time.Now()
-	var fetchedAt, validUntil time.Time
-	if c.SAMLMetadataFetchedAt != nil {
-		fetchedAt = *c.SAMLMetadataFetchedAt
+// samlFor builds a connection's service provider from its stored IdP metadata. A sign-in never
+// fetches metadata: the worker refreshes metadata from a URL in the background, and the stored
+// copy serves until its validUntil.
+func (s *Server) samlFor(c *bgcheck.SSOConnection) (*sso.SAML, error) {
+	md, err := sso.ParseIdPMetadata([]byte(c.SAMLIdPMetadataXML), s.opts.SSOPrivateNetworks)
+	if err == nil {
+		err = md.CheckCurrent(time.Now())
 	}
-	if c.SAMLMetadataValidTill != nil {
-		validUntil = *c.SAMLMetadataValidTill
-	}
-	if c.SAMLIdPMetadataURL != "" && sso.MetadataStale(fetchedAt, validUntil, now) {
-		body, err := sso.FetchMetadata(ctx, s.ssoClient, c.SAMLIdPMetadataURL)
-		var md *sso.IdPMetadata
-		if err == nil {
-			md, err = sso.ParseIdPMetadata(body, s.opts.SSOPrivateNetworks)
-		}
-		if err == nil {
-			var until *time.Time
-			if !md.ValidUntil.IsZero() {
-				until = &md.ValidUntil
-			}
-			if err = s.db.SaveSAMLMetadata(ctx, c.ID, string(body), md.EntityID, until); err == nil {
-				raw = body
-			}
-		}
-		if err != nil {
-			s.log.Warn("SSO: refreshing SAML metadata failed; keeping the stored copy", "connection_id", c.ID, "err", err)
-		}
-	}
-	md, err := sso.ParseIdPMetadata(raw, s.opts.SSOPrivateNetworks)
 	if err != nil {
-		return nil, &sso.Refusal{Err: &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
-			Detail: "the connection's IdP metadata cannot be used (" + sso.ReasonOf(err) + "): an admin must give current metadata"}, Cause: err}
-	}
-	if err := md.CheckCurrent(now); err != nil {
-		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata cannot be used (" +
-			sso.ReasonOf(err) + "): an admin must give current metadata"}
+		detail := "the connection's IdP metadata cannot be used (" + sso.ReasonOf(err) + "): an admin must give current metadata"
+		if c.SAMLMetadataRefreshError != nil {
+			detail += "; the last attempt to fetch it again failed: " + *c.SAMLMetadataRefreshError
+		}
+		return nil, &sso.Refusal{Err: &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: detail}, Cause: err}
 	}
 	return sso.NewSAML(sso.SAMLConfig{EntityID: s.ssoURL(c.ID, "saml/metadata"), ACSURL: s.ssoURL(c.ID, "saml/acs"),
 		MetadataURL: s.ssoURL(c.ID, "saml/metadata"), IdP: md, AllowIdPInitiated: c.SAMLAllowIdPInitiated})
@@ -282,7 +255,7 @@ func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 		}
 		purpose, requestIDs = st.Purpose, []string{st.SAMLRequestID}
 	}
-	sp, err := s.samlFor(r.Context(), c)
+	sp, err := s.samlFor(c)
 	if err != nil {
 		s.ssoFailed(w, r, c, purpose, err)
 		return

@@ -2,9 +2,11 @@ package sso
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -18,9 +20,20 @@ import (
 // kilobytes; federation aggregates of thousands of entities are not what a connection wants.
 const MaxMetadataBytes = 512 << 10
 
-// MetadataRefreshInterval is how old fetched metadata may grow before a sign-in fetches it
-// again; metadata whose validUntil has passed is fetched again at once.
+// MetadataRefreshInterval is how old fetched metadata may grow before it is fetched again,
+// unless its cacheDuration or validUntil asks for sooner.
 const MetadataRefreshInterval = 24 * time.Hour
+
+// MinMetadataRefreshInterval bounds how soon after a fetch metadata is fetched again, whatever
+// its cacheDuration or validUntil say: an IdP cannot make us poll it in a loop.
+const MinMetadataRefreshInterval = 5 * time.Minute
+
+// metadataExpiryMargin is how long before its validUntil metadata is fetched again, so a
+// sign-in does not meet it expired while the IdP already publishes the next.
+const metadataExpiryMargin = time.Hour
+
+// maxRefreshBackoff is the longest wait between failed refreshes.
+const maxRefreshBackoff = 6 * time.Hour
 
 // IdPMetadata is what a connection needs from an identity provider's SAML metadata.
 type IdPMetadata struct {
@@ -29,6 +42,9 @@ type IdPMetadata struct {
 	SSOURL string
 	// ValidUntil is the metadata's validUntil, or zero when it states none.
 	ValidUntil time.Time
+	// CacheDuration is how long the IdP says the metadata may be kept before it is fetched
+	// again, or zero when it states none.
+	CacheDuration time.Duration
 	// SigningCerts are the certificates assertions may be signed with (several during a
 	// rotation).
 	SigningCerts []*x509.Certificate
@@ -77,7 +93,7 @@ func ParseIdPMetadata(raw []byte, allowed []netip.Prefix) (*IdPMetadata, error) 
 	if len(ed.IDPSSODescriptors) == 0 {
 		return nil, metadataError(nil, "the metadata has no IDPSSODescriptor: it is not an identity provider's metadata")
 	}
-	md := &IdPMetadata{EntityID: ed.EntityID, ValidUntil: ed.ValidUntil, descriptor: &ed}
+	md := &IdPMetadata{EntityID: ed.EntityID, ValidUntil: ed.ValidUntil, CacheDuration: ed.CacheDuration, descriptor: &ed}
 	for _, d := range ed.IDPSSODescriptors {
 		for _, s := range d.SingleSignOnServices {
 			if s.Binding == saml.HTTPRedirectBinding && md.SSOURL == "" {
@@ -126,13 +142,48 @@ func (m *IdPMetadata) CheckCurrent(now time.Time) error {
 	return nil
 }
 
-// MetadataStale reports whether metadata fetched at fetchedAt, valid until validUntil (zero:
-// unstated), should be fetched again at now.
-func MetadataStale(fetchedAt, validUntil, now time.Time) bool {
-	if !validUntil.IsZero() && !now.Before(validUntil) {
-		return true
+// NextRefresh is when metadata fetched at fetchedAt is to be fetched again: a day later, or
+// sooner at its cacheDuration, or an hour before its validUntil; never sooner than
+// MinMetadataRefreshInterval after the fetch.
+func (m *IdPMetadata) NextRefresh(fetchedAt time.Time) time.Time {
+	next := fetchedAt.Add(MetadataRefreshInterval)
+	if m.CacheDuration > 0 && fetchedAt.Add(m.CacheDuration).Before(next) {
+		next = fetchedAt.Add(m.CacheDuration)
 	}
-	return now.Sub(fetchedAt) >= MetadataRefreshInterval
+	if !m.ValidUntil.IsZero() && m.ValidUntil.Add(-metadataExpiryMargin).Before(next) {
+		next = m.ValidUntil.Add(-metadataExpiryMargin)
+	}
+	if earliest := fetchedAt.Add(MinMetadataRefreshInterval); next.Before(earliest) {
+		next = earliest
+	}
+	return next
+}
+
+// RefreshBackoff is how long after the failures-th failed refresh in a row the next is tried:
+// five minutes, doubling, up to six hours.
+func RefreshBackoff(failures int) time.Duration {
+	wait := MinMetadataRefreshInterval
+	for i := 1; i < failures && wait < maxRefreshBackoff; i++ {
+		wait *= 2
+	}
+	return min(wait, maxRefreshBackoff)
+}
+
+// FetchIdPMetadata fetches an IdP's metadata from url and reads it as ParseIdPMetadata does,
+// refusing metadata already past its validUntil at now. Its errors are *MetadataError.
+func FetchIdPMetadata(ctx context.Context, client *http.Client, url string, allowed []netip.Prefix, now time.Time) ([]byte, *IdPMetadata, error) {
+	raw, err := FetchMetadata(ctx, client, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	md, err := ParseIdPMetadata(raw, allowed)
+	if err == nil {
+		err = md.CheckCurrent(now)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, md, nil
 }
 
 // rootElement is the local name of the document's first element in the SAML metadata

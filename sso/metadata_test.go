@@ -55,20 +55,37 @@ func TestParseIdPMetadataRefusesWhatCannotWork(t *testing.T) {
 	}
 }
 
-func TestMetadataStale(t *testing.T) {
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+func TestMetadataIsRefreshedDailyOrSooner(t *testing.T) {
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		fetched, until time.Time
-		stale          bool
+		name  string
+		md    IdPMetadata
+		after time.Duration
 	}{
-		{now.Add(-time.Hour), time.Time{}, false},
-		{now.Add(-25 * time.Hour), time.Time{}, true},
-		{now.Add(-time.Hour), now.Add(-time.Minute), true},
-		{now.Add(-time.Hour), now.Add(time.Hour), false},
+		{"no validUntil, no cacheDuration", IdPMetadata{}, 24 * time.Hour},
+		{"a week's validity", IdPMetadata{ValidUntil: at.Add(7 * 24 * time.Hour)}, 24 * time.Hour},
+		{"valid for ten more hours", IdPMetadata{ValidUntil: at.Add(10 * time.Hour)}, 9 * time.Hour},
+		{"a cacheDuration of six hours", IdPMetadata{CacheDuration: 6 * time.Hour}, 6 * time.Hour},
+		{"a cacheDuration longer than a day", IdPMetadata{CacheDuration: 72 * time.Hour}, 24 * time.Hour},
+		{"a cacheDuration of a second", IdPMetadata{CacheDuration: time.Second}, 5 * time.Minute},
+		{"valid for ten more minutes", IdPMetadata{ValidUntil: at.Add(10 * time.Minute)}, 5 * time.Minute},
 	} {
-		if got := MetadataStale(tc.fetched, tc.until, now); got != tc.stale {
-			t.Errorf("fetched %s, valid until %s: stale %v, want %v", tc.fetched, tc.until, got, tc.stale)
+		if got := tc.md.NextRefresh(at).Sub(at); got != tc.after {
+			t.Errorf("%s: next refresh after %s, want %s", tc.name, got, tc.after)
 		}
+	}
+}
+
+func TestRefreshBackoffDoublesUpToSixHours(t *testing.T) {
+	want := []time.Duration{5 * time.Minute, 5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 40 * time.Minute, 80 * time.Minute,
+		160 * time.Minute, 320 * time.Minute, 6 * time.Hour, 6 * time.Hour}
+	for failures, w := range want {
+		if got := RefreshBackoff(failures); got != w {
+			t.Errorf("after %d failures: %s, want %s", failures, got, w)
+		}
+	}
+	if got := RefreshBackoff(1000); got != 6*time.Hour {
+		t.Errorf("after 1000 failures: %s", got)
 	}
 }
 
