@@ -67,6 +67,10 @@ func (a *SSOMetadata) RefreshSAMLMetadata(ctx context.Context, connectionID stri
 	if err != nil || !saved {
 		return MetadataNotDue, err
 	}
+	if md.EntityID != claim.EntityID {
+		log.Warn("SSO: the refreshed SAML metadata names another IdP; the identities made under the old one are forgotten",
+			"old_entity_id", claim.EntityID, "entity_id", md.EntityID)
+	}
 	log.Info("SSO: SAML metadata refreshed", "next_refresh_at", m.NextRefresh)
 	return MetadataRefreshed, nil
 }

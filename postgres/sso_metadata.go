@@ -24,6 +24,8 @@ func (db *DB) DueSAMLMetadataRefreshes(ctx context.Context, limit int) ([]string
 type SAMLMetadataRefresh struct {
 	ConnectionID string
 	URL          string
+	// EntityID is the IdP's entity id in the stored metadata.
+	EntityID string
 	// Failures counts the refreshes that failed in a row before this one.
 	Failures int
 }
@@ -35,7 +37,8 @@ func (db *DB) ClaimSAMLMetadataRefresh(ctx context.Context, connectionID string,
 	r := SAMLMetadataRefresh{ConnectionID: connectionID}
 	err := db.pool.QueryRow(ctx, `UPDATE sso_connections SET saml_metadata_next_refresh_at = now() + $2::interval
 		WHERE id = $1 AND saml_idp_metadata_url IS NOT NULL AND coalesce(saml_metadata_next_refresh_at, '-infinity') <= now()
-		RETURNING saml_idp_metadata_url, saml_metadata_refresh_failures`, connectionID, lease).Scan(&r.URL, &r.Failures)
+		RETURNING saml_idp_metadata_url, coalesce(saml_idp_entity_id, ''), saml_metadata_refresh_failures`, connectionID, lease).
+		Scan(&r.URL, &r.EntityID, &r.Failures)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -55,16 +58,40 @@ type FetchedSAMLMetadata struct {
 }
 
 // SaveSAMLMetadata records metadata fetched again from the connection's URL and forgets the
-// failures before it. It reports false, storing nothing, when the connection no longer takes
-// its metadata from m.URL (an admin changed it while it was fetched) or is gone.
+// failures before it. Metadata naming another entity id is another IdP, whose subjects are other
+// people: as when an admin points the connection elsewhere, the identities made under the old
+// one are forgotten, and a sign-in must work again before SSO can be required anew. It reports
+// false, storing nothing, when the connection no longer takes its metadata from m.URL (an admin
+// changed it while it was fetched) or is gone.
 func (db *DB) SaveSAMLMetadata(ctx context.Context, connectionID string, m FetchedSAMLMetadata) (bool, error) {
-	tag, err := db.pool.Exec(ctx, `UPDATE sso_connections SET saml_idp_metadata_xml = $3, saml_idp_entity_id = $4,
-			saml_metadata_valid_until = $5, saml_metadata_fetched_at = now(), saml_metadata_next_refresh_at = $6,
-			saml_metadata_refresh_failures = 0, saml_metadata_refresh_failed_at = NULL, saml_metadata_refresh_error = NULL,
-			updated_at = now()
-		WHERE id = $1 AND saml_idp_metadata_url = $2`,
-		connectionID, m.URL, m.XML, m.EntityID, m.ValidUntil, m.NextRefresh)
-	return tag.RowsAffected() == 1, err
+	saved := false
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		var entityID *string
+		err := tx.QueryRow(ctx, `SELECT saml_idp_entity_id FROM sso_connections WHERE id = $1 AND saml_idp_metadata_url = $2
+			FOR UPDATE`, connectionID, m.URL).Scan(&entityID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if entityID == nil || *entityID != m.EntityID {
+			if _, err := tx.Exec(ctx, `DELETE FROM sso_identities WHERE connection_id = $1`, connectionID); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE sso_connections SET last_sign_in_at = NULL WHERE id = $1`, connectionID); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE sso_connections SET saml_idp_metadata_xml = $2, saml_idp_entity_id = $3,
+				saml_metadata_valid_until = $4, saml_metadata_fetched_at = now(), saml_metadata_next_refresh_at = $5,
+				saml_metadata_refresh_failures = 0, saml_metadata_refresh_failed_at = NULL, saml_metadata_refresh_error = NULL,
+				updated_at = now()
+			WHERE id = $1`, connectionID, m.XML, m.EntityID, m.ValidUntil, m.NextRefresh)
+		saved = err == nil
+		return err
+	})
+	return saved, err
 }
 
 // RecordSAMLMetadataFailure records a failed refresh of the connection's metadata from url:

@@ -222,3 +222,47 @@ func TestSAMLMetadataRefreshIsClaimedOnce(t *testing.T) {
 		t.Fatalf("outcomes %v, %d fetches", outcomes, s.host.fetches.Load())
 	}
 }
+
+// A refresh that finds another IdP at the URL (another entity id) forgets the identities made
+// under the old one, as an admin's change of metadata does: the new IdP's subjects must not sign
+// in as the old IdP's users. A refresh of the same IdP keeps them.
+func TestSAMLMetadataRefreshWithAnotherEntityIDForgetsIdentities(t *testing.T) {
+	s := newMetadataScene(t)
+	ctx := context.Background()
+	if _, err := s.db.SignInWithSSO(ctx, s.conn, bgcheck.SSOIdentity{Subject: "owner", Email: "owner@acme.test", EmailVerified: true}); err != nil {
+		t.Fatal(err)
+	}
+	identities := func() int {
+		var n int
+		if err := s.db.Pool().QueryRow(ctx, `SELECT count(*) FROM sso_identities WHERE connection_id = $1`, s.conn.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if s.run(); identities() != 1 || s.connection().LastSignInAt == nil {
+		t.Fatalf("a refresh of the same IdP forgot %d identities", 1-identities())
+	}
+
+	other := idptest.StartSAML(t)
+	s.host.set(other.URL, false)
+	s.makeDue()
+	if n := s.run(); n != 1 {
+		t.Fatalf("refreshed %d", n)
+	}
+	c := s.connection()
+	if c.SAMLIdPEntityID != other.URL+"/metadata" || identities() != 0 || c.LastSignInAt != nil {
+		t.Fatalf("entity %s, %d identities, last sign-in %v", c.SAMLIdPEntityID, identities(), c.LastSignInAt)
+	}
+	if ok, err := s.db.SSOSessionValid(ctx, mustUser(t, s.db, "owner@acme.test"), c.ID); err != nil || ok {
+		t.Fatalf("the old IdP's session goes on: %v %v", ok, err)
+	}
+}
+
+func mustUser(t *testing.T, db *postgres.DB, email string) string {
+	t.Helper()
+	u, _, err := db.FindUserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
+}
