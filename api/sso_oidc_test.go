@@ -158,10 +158,40 @@ func TestOIDCSignInRefusals(t *testing.T) {
 		op.TamperIDTokens(true)
 		defer op.TamperIDTokens(false)
 		detail := wantRefused(t, s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"), 401, bgcheck.CodeSSOFailed)
-		if !strings.Contains(detail, "ID token is not valid") || s.countUsers("alice@acme.test") != 0 {
+		if !strings.Contains(detail, "ID token's signature is not valid") || s.countUsers("alice@acme.test") != 0 {
 			t.Fatalf("detail %q", detail)
 		}
 	})
+	// The provider's own, correctly signed ID tokens that are not for this sign-in: one it
+	// issued to another of its clients, one of another sign-in of ours (another nonce), and one
+	// that has expired.
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) func()
+		want  string
+	}{
+		{"an ID token issued to another client", func(t *testing.T) func() {
+			op.AddClient("other-client", "other-secret", c.OIDC.RedirectURI)
+			op.SwapIDTokens(op.IDToken(t, "other-client", "other-secret", c.OIDC.RedirectURI, "alice", "alice-password", "other-nonce"))
+			return func() { op.SwapIDTokens("") }
+		}, "issued to another client"},
+		{"an ID token of another sign-in", func(t *testing.T) func() {
+			op.SwapIDTokens(op.IDToken(t, "bgcheck", "client-secret", c.OIDC.RedirectURI, "alice", "alice-password", "another-nonce"))
+			return func() { op.SwapIDTokens("") }
+		}, "nonce is not the one this sign-in sent"},
+		{"an expired ID token", func(t *testing.T) func() {
+			op.ExpireIDTokens(true)
+			return func() { op.ExpireIDTokens(false) }
+		}, "ID token has expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.setup(t)()
+			detail := wantRefused(t, s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"), 401, bgcheck.CodeSSOFailed)
+			if !strings.Contains(detail, tc.want) || s.countUsers("alice@acme.test") != 0 || s.countIdentities() != 0 {
+				t.Fatalf("detail %q; %d users", detail, s.countUsers("alice@acme.test"))
+			}
+		})
+	}
 	t.Run("the provider answers with an error", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string

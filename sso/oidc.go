@@ -3,11 +3,13 @@ package sso
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,7 +131,7 @@ func (o *OIDC) Exchange(ctx context.Context, cfg OIDCConfig, code, verifier, non
 	}
 	idt, err := p.Verifier(&oidc.Config{ClientID: cfg.ClientID}).Verify(ctx, raw)
 	if err != nil {
-		return bgcheck.SSOIdentity{}, refuse("the ID token is not valid", err)
+		return bgcheck.SSOIdentity{}, refuse(idTokenReason(err), err)
 	}
 	if idt.Nonce != nonce {
 		return bgcheck.SSOIdentity{}, refuse("the ID token's nonce is not the one this sign-in sent", nil)
@@ -152,6 +154,27 @@ func (o *OIDC) Exchange(ctx context.Context, cfg OIDCConfig, code, verifier, non
 	}
 	return bgcheck.SSOIdentity{Subject: idt.Subject, Email: claims.Email,
 		EmailVerified: bool(claims.EmailVerified), Name: claims.Name}, nil
+}
+
+// idTokenReason says in our words why go-oidc refused an ID token; its words, which quote the
+// token's claims, go to the log. go-oidc checks the signature first, so a token changed after
+// signing reads as that, whatever else is wrong with it.
+func idTokenReason(err error) string {
+	var expired *oidc.TokenExpiredError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &expired):
+		return "the ID token has expired: check that the identity provider's clock is right, and sign in again"
+	case strings.Contains(msg, "failed to verify signature"):
+		return "the ID token's signature is not valid"
+	case strings.Contains(msg, "expected audience"):
+		return "the ID token was issued to another client: its audience is not this connection's client id"
+	case strings.Contains(msg, "issued by a different provider"):
+		return "the ID token's issuer is not the connection's issuer"
+	case strings.Contains(msg, "before the nbf"):
+		return "the ID token is not valid yet: check that the identity provider's clock is right"
+	}
+	return "the ID token is not valid"
 }
 
 type profileClaims struct {
