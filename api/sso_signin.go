@@ -242,12 +242,17 @@ func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	purpose, requestIDs := postgres.SSOPurposeSignIn, []string(nil)
-	relay := r.PostForm.Get("RelayState")
-	if c.SAMLAllowIdPInitiated && sso.Unsolicited(r.PostForm.Get("SAMLResponse")) {
+	relay, unsolicited := r.PostForm.Get("RelayState"), sso.Unsolicited(r.PostForm.Get("SAMLResponse"))
+	switch {
+	case unsolicited && c.SAMLAllowIdPInitiated:
 		if relay != "" {
 			requestLogger(r).Info("SSO: ignoring the RelayState of an IdP-initiated SAML response", "connection_id", c.ID)
 		}
-	} else {
+	case unsolicited && relay == "":
+		s.ssoFailed(w, r, c, "", &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
+			Detail: "IdP-initiated sign-in is off for this connection: start from the sign-in page"})
+		return
+	default:
 		st, err := s.db.ConsumeSSOLoginState(r.Context(), hashToken(relay), s.bindingHash(r), connID)
 		if err != nil {
 			s.ssoFailed(w, r, c, "", err)
