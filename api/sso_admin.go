@@ -577,6 +577,14 @@ func (s *Server) domainRecordPublished(r *http.Request, d bgcheck.SSODomain) boo
 	return false
 }
 
+// ssoEnforcementJSON is the account's requirement, with the break-glass admin's e-mail and the
+// admins who could be it (those with a password), for the dashboard's picker.
+type ssoEnforcementJSON struct {
+	*bgcheck.SSOEnforcement
+	BreakGlassEmail *string                           `json:"break_glass_email"`
+	Candidates      []postgres.SSOBreakGlassCandidate `json:"break_glass_candidates"`
+}
+
 func (s *Server) handleSSOEnforcementGet(w http.ResponseWriter, r *http.Request) {
 	acct, err := adminAccount(r)
 	if err != nil {
@@ -588,7 +596,21 @@ func (s *Server) handleSSOEnforcementGet(w http.ResponseWriter, r *http.Request)
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, e)
+	candidates, err := s.db.ListSSOBreakGlassCandidates(r.Context(), acct)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := ssoEnforcementJSON{SSOEnforcement: e, Candidates: candidates}
+	if out.Candidates == nil {
+		out.Candidates = []postgres.SSOBreakGlassCandidate{}
+	}
+	for _, c := range candidates {
+		if e.BreakGlassUserID != nil && c.ID == *e.BreakGlassUserID {
+			out.BreakGlassEmail = &c.Email
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // handleSSOEnforcementUpdate turns the requirement on or off. Turning it on without naming a

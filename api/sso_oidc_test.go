@@ -345,13 +345,22 @@ func TestSSOEnforcementBlocksPasswordSignIn(t *testing.T) {
 	wantFieldError(t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true, "break_glass_user_id": alice.ID}), "break_glass_user_id")
 	// Without one, the admin turning it on is the break-glass admin.
 	var e struct {
-		Required   bool    `json:"required"`
-		BreakGlass *string `json:"break_glass_user_id"`
+		Required        bool    `json:"required"`
+		BreakGlass      *string `json:"break_glass_user_id"`
+		BreakGlassEmail *string `json:"break_glass_email"`
+		Candidates      []struct {
+			ID    string `json:"id"`
+			Email string `json:"email"`
+		} `json:"break_glass_candidates"`
 	}
 	decodeInto(t, string(decode[json.RawMessage](t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true}), 200)), &e)
 	owner, _, _ := s.db.FindUserByEmail(t.Context(), "owner@acme.test")
-	if !e.Required || e.BreakGlass == nil || *e.BreakGlass != owner.ID {
+	if !e.Required || e.BreakGlass == nil || *e.BreakGlass != owner.ID || e.BreakGlassEmail == nil || *e.BreakGlassEmail != "owner@acme.test" {
 		t.Fatalf("enforcement %+v", e)
+	}
+	// The admins who could be the break-glass one, by e-mail: those with a password (not alice).
+	if len(e.Candidates) != 2 || e.Candidates[0].Email != "owner@acme.test" || e.Candidates[0].ID != owner.ID || e.Candidates[1].Email != "second@acme.test" {
+		t.Fatalf("break-glass candidates %+v", e.Candidates)
 	}
 
 	detail := wantProblem(t, s.do("POST", "/api/v1/auth/login", "", map[string]any{"email": "second@acme.test", "password": adminPassword}), 403, bgcheck.CodeSSORequired).Detail
