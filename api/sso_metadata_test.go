@@ -79,6 +79,13 @@ func TestSAMLMetadataRefusedInOurWords(t *testing.T) {
 			}
 		})
 	}
+	// An OIDC issuer that cannot be reached is told the same way.
+	msg, _ := fieldMessage(t, s.bearer("POST", "/api/v1/admin/sso/connections", s.adminA, map[string]any{
+		"protocol": "oidc", "domains": []string{"acme.test"},
+		"oidc": map[string]any{"issuer": strings.TrimSuffix(closed, "/metadata"), "client_id": "x", "client_secret": "y"}}), "oidc.issuer")
+	if !strings.Contains(msg, "the issuer could not be reached: the host refused the connection") || strings.Contains(msg, "dial tcp") {
+		t.Fatalf("message %q", msg)
+	}
 	if n := len(decode[pageJSON[ssoConnectionJSON]](t, s.bearer("GET", "/api/v1/admin/sso/connections", s.adminA, nil), 200).Data); n != 0 {
 		t.Fatalf("%d connections made by refused requests", n)
 	}
