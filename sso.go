@@ -38,6 +38,12 @@ type SSOConnection struct {
 	SAMLMetadataFetchedAt *time.Time `json:"-"`
 	SAMLMetadataValidTill *time.Time `json:"-"`
 	SAMLAllowIdPInitiated bool       `json:"-"`
+	// SAMLMetadataNextRefresh is when metadata from a URL is next fetched in the background;
+	// the refresh fields say what the last attempt that failed said, in our words, until one
+	// succeeds.
+	SAMLMetadataNextRefresh     *time.Time `json:"-"`
+	SAMLMetadataRefreshFailedAt *time.Time `json:"-"`
+	SAMLMetadataRefreshError    *string    `json:"-"`
 
 	LastSignInAt   *time.Time `json:"last_sign_in_at"`
 	LastTestAt     *time.Time `json:"-"`

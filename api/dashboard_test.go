@@ -21,7 +21,7 @@ func TestDashboardIsServedEmbedded(t *testing.T) {
 		t.Fatalf("/dashboard answered %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
 	for path, want := range map[string]string{
-		"/dashboard/": "text/html", "/dashboard/app.js": "javascript", "/dashboard/style.css": "text/css",
+		"/dashboard/": "text/html", "/dashboard/app.js": "javascript", "/dashboard/sso.js": "javascript", "/dashboard/style.css": "text/css",
 		"/dashboard/config.json": "application/json",
 	} {
 		r := e.do("GET", path, "", nil)

@@ -39,8 +39,11 @@ func requestID(ctx context.Context) string      { return infoOf(ctx).id }
 func clientAddr(ctx context.Context) netip.Addr { return infoOf(ctx).client }
 
 // requestLogger returns the logger for r, carrying its request id (and account, once known).
-func requestLogger(r *http.Request) *slog.Logger {
-	ri := infoOf(r.Context())
+func requestLogger(r *http.Request) *slog.Logger { return contextLogger(r.Context()) }
+
+// contextLogger is requestLogger for code that holds the request's context, not the request.
+func contextLogger(ctx context.Context) *slog.Logger {
+	ri := infoOf(ctx)
 	l := ri.log.With("request_id", ri.id)
 	if ri.accountID != "" {
 		l = l.With("account_id", ri.accountID)

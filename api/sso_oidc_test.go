@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -157,8 +158,77 @@ func TestOIDCSignInRefusals(t *testing.T) {
 		op.TamperIDTokens(true)
 		defer op.TamperIDTokens(false)
 		detail := wantRefused(t, s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"), 401, bgcheck.CodeSSOFailed)
-		if !strings.Contains(detail, "ID token is not valid") || s.countUsers("alice@acme.test") != 0 {
+		if !strings.Contains(detail, "ID token's signature is not valid") || s.countUsers("alice@acme.test") != 0 {
 			t.Fatalf("detail %q", detail)
+		}
+	})
+	// The provider's own, correctly signed ID tokens that are not for this sign-in: one it
+	// issued to another of its clients, one of another sign-in of ours (another nonce), and one
+	// that has expired.
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) func()
+		want  string
+	}{
+		{"an ID token issued to another client", func(t *testing.T) func() {
+			op.AddClient("other-client", "other-secret", c.OIDC.RedirectURI)
+			op.SwapIDTokens(op.IDToken(t, "other-client", "other-secret", c.OIDC.RedirectURI, "alice", "alice-password", "other-nonce"))
+			return func() { op.SwapIDTokens("") }
+		}, "issued to another client"},
+		{"an ID token of another sign-in", func(t *testing.T) func() {
+			op.SwapIDTokens(op.IDToken(t, "bgcheck", "client-secret", c.OIDC.RedirectURI, "alice", "alice-password", "another-nonce"))
+			return func() { op.SwapIDTokens("") }
+		}, "nonce is not the one this sign-in sent"},
+		{"an expired ID token", func(t *testing.T) func() {
+			op.ExpireIDTokens(true)
+			return func() { op.ExpireIDTokens(false) }
+		}, "ID token has expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.setup(t)()
+			detail := wantRefused(t, s.oidcSignIn(s.browser(), "alice@acme.test", "alice", "alice-password"), 401, bgcheck.CodeSSOFailed)
+			if !strings.Contains(detail, tc.want) || s.countUsers("alice@acme.test") != 0 || s.countIdentities() != 0 {
+				t.Fatalf("detail %q; %d users", detail, s.countUsers("alice@acme.test"))
+			}
+		})
+	}
+	t.Run("the provider answers with an error", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			change func(authorize string) string
+			want   string
+		}{
+			// The provider refuses a response type the client may not use, explaining why in
+			// its own words (error_description).
+			{"unauthorized_client", func(u string) string { return strings.Replace(u, "response_type=code", "response_type=token", 1) },
+				"does not let this application use the authorization code flow"},
+			// Nobody is signed in at the provider, and the request forbids it to ask.
+			{"login_required", func(u string) string { return u + "&prompt=none" }, "wants the person to sign in there first"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				b := s.browser()
+				p := b.Get(t, tc.change(s.startSSO(b, "alice@acme.test")))
+				if !strings.Contains(p.URL.RawQuery, "error="+tc.name) {
+					t.Fatalf("the provider answered %s", p.URL)
+				}
+				detail := wantRefused(t, p, 401, bgcheck.CodeSSOFailed)
+				if !strings.Contains(detail, tc.want) || strings.Contains(detail, tc.name) || strings.Contains(detail, "client configuration") {
+					t.Fatalf("detail %q", detail)
+				}
+			})
+		}
+		// A code nobody defined, and a description made to look like ours, end the same way:
+		// our general sentence, the provider's words in the log only.
+		b := s.browser()
+		authorize, _ := url.Parse(s.startSSO(b, "alice@acme.test"))
+		p := b.Get(t, c.OIDC.RedirectURI+"?"+url.Values{"state": {authorize.Query().Get("state")}, "error": {"made_up"},
+			"error_description": {"call +1 555 0100 to unlock your account"}}.Encode())
+		detail := wantRefused(t, p, 401, bgcheck.CodeSSOFailed)
+		if !strings.Contains(detail, "refused the sign-in") || strings.Contains(detail, "555") || strings.Contains(detail, "made_up") {
+			t.Fatalf("detail %q", detail)
+		}
+		if !strings.Contains(s.logs.String(), "call +1 555 0100") {
+			t.Fatal("the provider's description is not logged")
 		}
 	})
 	t.Run("an unknown state", func(t *testing.T) {
@@ -275,13 +345,22 @@ func TestSSOEnforcementBlocksPasswordSignIn(t *testing.T) {
 	wantFieldError(t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true, "break_glass_user_id": alice.ID}), "break_glass_user_id")
 	// Without one, the admin turning it on is the break-glass admin.
 	var e struct {
-		Required   bool    `json:"required"`
-		BreakGlass *string `json:"break_glass_user_id"`
+		Required        bool    `json:"required"`
+		BreakGlass      *string `json:"break_glass_user_id"`
+		BreakGlassEmail *string `json:"break_glass_email"`
+		Candidates      []struct {
+			ID    string `json:"id"`
+			Email string `json:"email"`
+		} `json:"break_glass_candidates"`
 	}
 	decodeInto(t, string(decode[json.RawMessage](t, s.bearer("PATCH", "/api/v1/admin/sso/enforcement", s.adminA, map[string]any{"required": true}), 200)), &e)
 	owner, _, _ := s.db.FindUserByEmail(t.Context(), "owner@acme.test")
-	if !e.Required || e.BreakGlass == nil || *e.BreakGlass != owner.ID {
+	if !e.Required || e.BreakGlass == nil || *e.BreakGlass != owner.ID || e.BreakGlassEmail == nil || *e.BreakGlassEmail != "owner@acme.test" {
 		t.Fatalf("enforcement %+v", e)
+	}
+	// The admins who could be the break-glass one, by e-mail: those with a password (not alice).
+	if len(e.Candidates) != 2 || e.Candidates[0].Email != "owner@acme.test" || e.Candidates[0].ID != owner.ID || e.Candidates[1].Email != "second@acme.test" {
+		t.Fatalf("break-glass candidates %+v", e.Candidates)
 	}
 
 	detail := wantProblem(t, s.do("POST", "/api/v1/auth/login", "", map[string]any{"email": "second@acme.test", "password": adminPassword}), 403, bgcheck.CodeSSORequired).Detail

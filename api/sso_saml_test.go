@@ -160,10 +160,14 @@ func TestSAMLSignInRefusals(t *testing.T) {
 	t.Run("expired assertion", func(t *testing.T) {
 		b := s.browser()
 		login := b.Get(t, s.startSSO(b, "carol@acme.test"))
-		// The IdP's clock is ten minutes behind: its assertion is stale when it arrives.
-		saml.TimeNow = func() time.Time { return time.Now().Add(-10 * time.Minute) }
+		// The IdP's clock is ten minutes behind: its assertion is stale when it arrives. The
+		// clock is crewjam's package-wide one, which our ACS reads too: it is put back before the
+		// response is posted, and whatever happens.
+		realClock := saml.TimeNow
+		t.Cleanup(func() { saml.TimeNow = realClock })
+		saml.TimeNow = func() time.Time { return realClock().Add(-10 * time.Minute) }
 		answer := b.Submit(t, login, map[string]string{"user": "carol", "password": "carol-password"})
-		saml.TimeNow = time.Now
+		saml.TimeNow = realClock
 		action, form := answer.Form(t)
 		refused(t, b, action.String(), form, "expired")
 	})
@@ -172,11 +176,27 @@ func TestSAMLSignInRefusals(t *testing.T) {
 		acs, form := s.samlLogin(b, "someone@acme.test", "eve", "eve-password")
 		refused(t, b, acs, form, "outside this connection's verified domains")
 	})
-	t.Run("a response without a sign-in, IdP-initiated being off", func(t *testing.T) {
+	t.Run("a response stripped of its RelayState", func(t *testing.T) {
 		b := s.browser()
 		acs, form := s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
 		form.Del("RelayState")
 		refused(t, b, acs, form, "unknown")
+	})
+	t.Run("an IdP-initiated response, IdP-initiated sign-in being off", func(t *testing.T) {
+		// The IdP signs carol in to us unprompted, as its portal's tile would.
+		idp.AddShortcut("bgcheck", c.SAML.SPEntityID)
+		b := s.browser()
+		acs, form := idp.SignInIdPInitiated(t, b, "bgcheck", "carol", "carol-password")
+		refused(t, b, acs, form, "IdP-initiated sign-in is off")
+	})
+	t.Run("a disabled connection", func(t *testing.T) {
+		b := s.browser()
+		login := b.Get(t, s.startSSO(b, "carol@acme.test")) // started while enabled
+		decode[ssoConnectionJSON](t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"enabled": false}), 200)
+		defer s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"enabled": true})
+		action, form := b.Submit(t, login, map[string]string{"user": "carol", "password": "carol-password"}).Form(t)
+		refused(t, b, action.String(), form, "disabled")
+		wantProblem(t, s.do("POST", "/api/v1/auth/sso/start", "", map[string]any{"email": "carol@acme.test"}), 404, bgcheck.CodeSSONotConfigured)
 	})
 	t.Run("wrong audience", func(t *testing.T) {
 		// Another service provider's assertion, delivered to our ACS: the IdP trusts a second
@@ -194,6 +214,56 @@ func TestSAMLSignInRefusals(t *testing.T) {
 	})
 }
 
+// An admin of the account whose e-mail the IdP asserts is linked on their first SAML sign-in,
+// and found by the IdP's subject after.
+func TestSAMLSignInLinksTheExistingAdmin(t *testing.T) {
+	s := newSSOScene(t)
+	idp, _ := s.samlConnection(nil)
+	idp.AddUser("owner", "owner-idp-password", "owner@acme.test")
+	owner, _, err := s.db.FindUserByEmail(t.Context(), "owner@acme.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		b := s.browser()
+		acs, form := s.samlLogin(b, "owner@acme.test", "owner", "owner-idp-password")
+		_, claims := s.exchange(b.Post(t, acs, form))
+		if claims.Subject != owner.ID || claims.SSOConnection == "" || s.countUsers("owner@acme.test") != 1 || s.countIdentities() != 1 {
+			t.Fatalf("signed in as %s, want the existing admin %s; %d identities", claims.Subject, owner.ID, s.countIdentities())
+		}
+	}
+}
+
+// A SAML connection's test signs in at the IdP, enabled or not, records what the IdP said and
+// what a sign-in would do, and signs nobody in.
+func TestSAMLConnectionTestSignsNobodyIn(t *testing.T) {
+	s := newSSOScene(t)
+	_, c := s.samlConnection(nil)
+	decode[ssoConnectionJSON](t, s.bearer("PATCH", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, map[string]any{"enabled": false}), 200)
+	b := s.browser()
+	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/api/v1/admin/sso/connections/"+c.ID+"/test", nil)
+	req.Header.Set("Authorization", "Bearer "+s.adminA)
+	var start struct {
+		RedirectURL string `json:"redirect_url"`
+		Protocol    string `json:"protocol"`
+	}
+	decodeInto(t, b.Do(t, req).Body, &start)
+	if start.Protocol != "saml" || start.RedirectURL == "" {
+		t.Fatalf("test start %+v", start)
+	}
+	answer := b.Submit(t, b.Get(t, start.RedirectURL), map[string]string{"user": "carol", "password": "carol-password"})
+	action, form := answer.Form(t)
+	end := b.Post(t, action.String(), form)
+	if loc := end.Location(); loc == nil || loc.Fragment != "/settings?sso_test="+c.ID {
+		t.Fatalf("the test ended at %v", end.Header.Get("Location"))
+	}
+	got := decode[ssoConnectionJSON](t, s.bearer("GET", "/api/v1/admin/sso/connections/"+c.ID, s.adminA, nil), 200)
+	if got.LastTest == nil || !got.LastTest.OK || !strings.Contains(got.LastTest.Detail, "carol@acme.test") ||
+		!strings.Contains(got.LastTest.Detail, "created") || got.LastSignInAt != nil || s.countUsers("carol@acme.test") != 0 {
+		t.Fatalf("last test %+v; last sign-in %v; %d users", got.LastTest, got.LastSignInAt, s.countUsers("carol@acme.test"))
+	}
+}
+
 func TestSAMLIdPInitiatedSignInWithReplayCache(t *testing.T) {
 	s := newSSOScene(t)
 	idp, c := s.samlConnection(map[string]any{"allow_idp_initiated": true})
@@ -208,6 +278,40 @@ func TestSAMLIdPInitiatedSignInWithReplayCache(t *testing.T) {
 	if !strings.Contains(detail, "presented before") {
 		t.Fatalf("replay detail %q", detail)
 	}
+
+	// An IdP configured with a landing page sends it as the RelayState: it names no sign-in of
+	// ours and is ignored; the person lands on the dashboard, and the replay cache still holds.
+	idp.AddShortcutWithRelayState("landing", c.SAML.SPEntityID, "https://evil.example/after-login")
+	b = s.browser()
+	acs, form = idp.SignInIdPInitiated(t, b, "landing", "carol", "carol-password")
+	if form.Get("RelayState") != "https://evil.example/after-login" {
+		t.Fatalf("the IdP sent RelayState %q", form.Get("RelayState"))
+	}
+	end := b.Post(t, acs, form)
+	if loc := end.Location(); loc == nil || !strings.HasPrefix(loc.String(), s.srv.URL+"/dashboard/#/sso?code=") {
+		t.Fatalf("ended at %v", end.Header.Get("Location"))
+	}
+	s.exchange(end)
+	wantRefused(t, b.Post(t, acs, form), 401, bgcheck.CodeSSOFailed)
+
+	// Sign-ins started here still go through their RelayState, and a response to one cannot
+	// pass for an IdP-initiated one by losing it.
+	b = s.browser()
+	acs, form = s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+	stripped := url.Values{"SAMLResponse": form["SAMLResponse"]}
+	if detail := wantRefused(t, b.Post(t, acs, stripped), 401, bgcheck.CodeSSOFailed); !strings.Contains(detail, "unknown") {
+		t.Fatalf("detail %q", detail)
+	}
+	// Nor by dropping the Response's InResponseTo: the signed assertion still names the request.
+	b = s.browser()
+	acs, form = s.samlLogin(b, "carol@acme.test", "carol", "carol-password")
+	unsolicited := rewriteResponse(t, url.Values{"SAMLResponse": form["SAMLResponse"]}, func(x string) string {
+		return regexp.MustCompile(`(<samlp:Response[^>]*?) InResponseTo="[^"]*"`).ReplaceAllString(x, "$1")
+	})
+	if detail := wantRefused(t, b.Post(t, acs, unsolicited), 401, bgcheck.CodeSSOFailed); !strings.Contains(detail, "answers a sign-in started here") {
+		t.Fatalf("detail %q", detail)
+	}
+	s.exchange(b.Post(t, acs, form))
 }
 
 func TestSAMLMetadataPastedAsXML(t *testing.T) {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -110,7 +109,7 @@ func (s *Server) beginSSO(w http.ResponseWriter, r *http.Request, c *bgcheck.SSO
 		}
 		redirect = u
 	case bgcheck.SSOProtocolSAML:
-		sp, err := s.samlFor(r.Context(), c)
+		sp, err := s.samlFor(c)
 		if err != nil {
 			return "", s.unavailable(r, c, err)
 		}
@@ -158,45 +157,20 @@ func (s *Server) oidcConfig(c *bgcheck.SSOConnection, secret string) sso.OIDCCon
 		RedirectURL: s.ssoURL(c.ID, "oidc/callback")}
 }
 
-// samlFor builds a connection's service provider, fetching its IdP metadata again first when
-// it came from a URL and is a day old or past its validUntil. A failed refresh keeps the
-// stored metadata while it is still valid.
-func (s *Server) samlFor(ctx context.Context, c *bgcheck.SSOConnection) (*sso.SAML, error) {
-	raw := []byte(c.SAMLIdPMetadataXML)
-	now := time.Now()
-	var fetchedAt, validUntil time.Time
-	if c.SAMLMetadataFetchedAt != nil {
-		fetchedAt = *c.SAMLMetadataFetchedAt
+// samlFor builds a connection's service provider from its stored IdP metadata. A sign-in never
+// fetches metadata: the worker refreshes metadata from a URL in the background, and the stored
+// copy serves until its validUntil.
+func (s *Server) samlFor(c *bgcheck.SSOConnection) (*sso.SAML, error) {
+	md, err := sso.ParseIdPMetadata([]byte(c.SAMLIdPMetadataXML), s.opts.SSOPrivateNetworks)
+	if err == nil {
+		err = md.CheckCurrent(time.Now())
 	}
-	if c.SAMLMetadataValidTill != nil {
-		validUntil = *c.SAMLMetadataValidTill
-	}
-	if c.SAMLIdPMetadataURL != "" && sso.MetadataStale(fetchedAt, validUntil, now) {
-		body, err := sso.FetchMetadata(ctx, s.ssoClient, c.SAMLIdPMetadataURL)
-		var md *sso.IdPMetadata
-		if err == nil {
-			md, err = sso.ParseIdPMetadata(body)
-		}
-		if err == nil {
-			var until *time.Time
-			if !md.ValidUntil.IsZero() {
-				until = &md.ValidUntil
-			}
-			if err = s.db.SaveSAMLMetadata(ctx, c.ID, string(body), md.EntityID, until); err == nil {
-				raw = body
-			}
-		}
-		if err != nil {
-			s.log.Warn("SSO: refreshing SAML metadata failed; keeping the stored copy", "connection_id", c.ID, "err", err)
-		}
-	}
-	md, err := sso.ParseIdPMetadata(raw)
 	if err != nil {
-		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata " + err.Error()}
-	}
-	if !md.ValidUntil.IsZero() && now.After(md.ValidUntil) {
-		return nil, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: "the connection's IdP metadata expired at " +
-			md.ValidUntil.UTC().Format(time.RFC3339) + ": an admin must give current metadata"}
+		detail := "the connection's IdP metadata cannot be used (" + sso.ReasonOf(err) + "): an admin must give current metadata"
+		if c.SAMLMetadataRefreshError != nil {
+			detail += "; the last attempt to fetch it again failed: " + *c.SAMLMetadataRefreshError
+		}
+		return nil, &sso.Refusal{Err: &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: detail}, Cause: err}
 	}
 	return sso.NewSAML(sso.SAMLConfig{EntityID: s.ssoURL(c.ID, "saml/metadata"), ACSURL: s.ssoURL(c.ID, "saml/acs"),
 		MetadataURL: s.ssoURL(c.ID, "saml/metadata"), IdP: md, AllowIdPInitiated: c.SAMLAllowIdPInitiated})
@@ -228,8 +202,10 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
-		s.ssoFailed(w, r, c, st.Purpose, &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
-			Detail: "the identity provider answered " + e + ": " + q.Get("error_description")})
+		// The provider's own words, which anyone crafting the redirect can choose, go to the log.
+		requestLogger(r).Info("SSO: the identity provider answered with an error", "connection_id", c.ID,
+			"error", e, "error_description", q.Get("error_description"), "error_uri", q.Get("error_uri"))
+		s.ssoFailed(w, r, c, st.Purpose, &bgcheck.Error{Code: bgcheck.CodeSSOFailed, Detail: sso.AuthorizationError(e)})
 		return
 	}
 	secret, err := s.db.OpenOIDCClientSecret(r.Context(), c.ID)
@@ -246,8 +222,9 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSAMLACS receives the IdP's SAML response (HTTP-POST binding). A RelayState names the
-// sign-in it answers; a response without one is IdP-initiated, accepted only where the
-// connection allows it.
+// sign-in it answers. A response that answers no request (no InResponseTo) is IdP-initiated,
+// accepted only where the connection allows it; its RelayState, if the IdP sent one, is the
+// IdP's own (often a target URL) and is ignored: the person lands on the dashboard.
 func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 	connID := chi.URLParam(r, "connectionID")
 	// Base64, then form encoding (which triples "+", "/" and "="), of the largest response read.
@@ -265,7 +242,17 @@ func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	purpose, requestIDs := postgres.SSOPurposeSignIn, []string(nil)
-	if relay := r.PostForm.Get("RelayState"); relay != "" || !c.SAMLAllowIdPInitiated {
+	relay, unsolicited := r.PostForm.Get("RelayState"), sso.Unsolicited(r.PostForm.Get("SAMLResponse"))
+	switch {
+	case unsolicited && c.SAMLAllowIdPInitiated:
+		if relay != "" {
+			requestLogger(r).Info("SSO: ignoring the RelayState of an IdP-initiated SAML response", "connection_id", c.ID)
+		}
+	case unsolicited && relay == "":
+		s.ssoFailed(w, r, c, "", &bgcheck.Error{Code: bgcheck.CodeSSOFailed,
+			Detail: "IdP-initiated sign-in is off for this connection: start from the sign-in page"})
+		return
+	default:
 		st, err := s.db.ConsumeSSOLoginState(r.Context(), hashToken(relay), s.bindingHash(r), connID)
 		if err != nil {
 			s.ssoFailed(w, r, c, "", err)
@@ -273,7 +260,7 @@ func (s *Server) handleSAMLACS(w http.ResponseWriter, r *http.Request) {
 		}
 		purpose, requestIDs = st.Purpose, []string{st.SAMLRequestID}
 	}
-	sp, err := s.samlFor(r.Context(), c)
+	sp, err := s.samlFor(c)
 	if err != nil {
 		s.ssoFailed(w, r, c, purpose, err)
 		return

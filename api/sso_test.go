@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -95,6 +96,12 @@ type ssoConnectionJSON struct {
 		SPEntityID        string  `json:"sp_entity_id"`
 		ACSURL            string  `json:"acs_url"`
 		SPMetadataURL     string  `json:"sp_metadata_url"`
+		// MetadataNextRefreshAt and MetadataRefreshError are the background refresh's.
+		MetadataNextRefreshAt *time.Time `json:"metadata_next_refresh_at"`
+		MetadataRefreshError  *struct {
+			At     time.Time `json:"at"`
+			Detail string    `json:"detail"`
+		} `json:"metadata_refresh_error"`
 	} `json:"saml"`
 	LastTest *struct {
 		OK     bool   `json:"ok"`

@@ -27,7 +27,9 @@ type NewSSOConnection struct {
 
 	SAMLIdPEntityID, SAMLIdPMetadataXML, SAMLIdPMetadataURL string
 	SAMLMetadataValidUntil                                  *time.Time
-	SAMLAllowIdPInitiated                                   bool
+	// SAMLMetadataNextRefresh is when metadata from a URL is next fetched again.
+	SAMLMetadataNextRefresh *time.Time
+	SAMLAllowIdPInitiated   bool
 }
 
 // SSOConnectionUpdate changes the fields that are set; Domains, when set, replaces them all.
@@ -44,13 +46,17 @@ type SSOConnectionUpdate struct {
 	SAMLIdPEntityID        *string
 	SAMLIdPMetadataURL     *string // "" forgets the URL (metadata pasted as XML)
 	SAMLMetadataValidUntil *time.Time
-	SAMLAllowIdPInitiated  *bool
+	// SAMLMetadataNextRefresh goes with new metadata from a URL (nil for pasted XML); new
+	// metadata forgets the failures of earlier refreshes.
+	SAMLMetadataNextRefresh *time.Time
+	SAMLAllowIdPInitiated   *bool
 }
 
 const ssoConnectionColumns = `c.id, c.account_id, c.protocol, c.name, c.enabled, c.jit_provisioning,
 	coalesce(c.oidc_issuer, ''), coalesce(c.oidc_client_id, ''), c.oidc_client_secret IS NOT NULL,
 	coalesce(c.saml_idp_entity_id, ''), coalesce(c.saml_idp_metadata_xml, ''), coalesce(c.saml_idp_metadata_url, ''),
 	c.saml_metadata_fetched_at, c.saml_metadata_valid_until, c.saml_allow_idp_initiated,
+	c.saml_metadata_next_refresh_at, c.saml_metadata_refresh_failed_at, c.saml_metadata_refresh_error,
 	c.last_sign_in_at, c.last_test_at, c.last_test_ok, c.last_test_detail, c.created_at, c.updated_at,
 	coalesce((SELECT json_agg(json_build_object('domain', d.domain, 'token', d.verification_token,
 		'verified_at', d.verified_at) ORDER BY d.domain) FROM sso_domains d WHERE d.connection_id = c.id), '[]')`
@@ -69,6 +75,7 @@ func scanSSOConnection(row pgx.CollectableRow) (*bgcheck.SSOConnection, error) {
 		&c.OIDCIssuer, &c.OIDCClientID, &c.OIDCClientSecretSet,
 		&c.SAMLIdPEntityID, &c.SAMLIdPMetadataXML, &c.SAMLIdPMetadataURL,
 		&c.SAMLMetadataFetchedAt, &c.SAMLMetadataValidTill, &c.SAMLAllowIdPInitiated,
+		&c.SAMLMetadataNextRefresh, &c.SAMLMetadataRefreshFailedAt, &c.SAMLMetadataRefreshError,
 		&c.LastSignInAt, &c.LastTestAt, &c.LastTestOK, &c.LastTestDetail, &c.CreatedAt, &c.UpdatedAt, &claims)
 	c.Domains = make([]string, len(claims))
 	for i, d := range claims {
@@ -110,13 +117,13 @@ func (db *DB) CreateSSOConnection(ctx context.Context, n NewSSOConnection) (*bgc
 			INSERT INTO sso_connections (id, account_id, protocol, name, enabled, jit_provisioning,
 				oidc_issuer, oidc_client_id, oidc_client_secret, oidc_client_secret_key_id,
 				saml_idp_entity_id, saml_idp_metadata_xml, saml_idp_metadata_url,
-				saml_metadata_fetched_at, saml_metadata_valid_until, saml_allow_idp_initiated)
+				saml_metadata_fetched_at, saml_metadata_valid_until, saml_allow_idp_initiated, saml_metadata_next_refresh_at)
 			VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), $9, $10,
-				nullif($11, ''), nullif($12, ''), nullif($13, ''), $14, $15, $16)`,
+				nullif($11, ''), nullif($12, ''), nullif($13, ''), $14, $15, $16, $17)`,
 			id, n.AccountID, n.Protocol, n.Name, n.Enabled, n.JITProvisioning,
 			n.OIDCIssuer, n.OIDCClientID, sealed, keyID,
 			n.SAMLIdPEntityID, n.SAMLIdPMetadataXML, n.SAMLIdPMetadataURL, fetchedAt, n.SAMLMetadataValidUntil,
-			n.SAMLAllowIdPInitiated)
+			n.SAMLAllowIdPInitiated, n.SAMLMetadataNextRefresh)
 		if isUniqueViolation(err, "sso_connections_account_id_protocol_key") {
 			return bgcheck.ValidationError(bgcheck.FieldError{Field: "protocol",
 				Message: fmt.Sprintf("this account already has a %s connection; change that one", n.Protocol)})
@@ -258,12 +265,16 @@ func (db *DB) UpdateSSOConnection(ctx context.Context, accountID, id string, u S
 				saml_idp_metadata_url = CASE WHEN $12::text IS NULL THEN saml_idp_metadata_url ELSE nullif($12, '') END,
 				saml_metadata_fetched_at = CASE WHEN $12::text IS NULL THEN saml_metadata_fetched_at ELSE $13 END,
 				saml_metadata_valid_until = CASE WHEN $10::text IS NULL THEN saml_metadata_valid_until ELSE $14 END,
+				saml_metadata_next_refresh_at = CASE WHEN $10::text IS NULL THEN saml_metadata_next_refresh_at ELSE $16 END,
+				saml_metadata_refresh_failures = CASE WHEN $10::text IS NULL THEN saml_metadata_refresh_failures ELSE 0 END,
+				saml_metadata_refresh_failed_at = CASE WHEN $10::text IS NULL THEN saml_metadata_refresh_failed_at END,
+				saml_metadata_refresh_error = CASE WHEN $10::text IS NULL THEN saml_metadata_refresh_error END,
 				saml_allow_idp_initiated = coalesce($15, saml_allow_idp_initiated),
 				updated_at = now()
 			WHERE account_id = $1 AND id = $2`,
 			accountID, id, u.Name, u.Enabled, u.JITProvisioning, u.OIDCIssuer, u.OIDCClientID, sealed, keyID,
 			u.SAMLIdPMetadataXML, u.SAMLIdPEntityID, u.SAMLIdPMetadataURL, fetchedAt, u.SAMLMetadataValidUntil,
-			u.SAMLAllowIdPInitiated)
+			u.SAMLAllowIdPInitiated, u.SAMLMetadataNextRefresh)
 		if err != nil {
 			return err
 		}
@@ -409,14 +420,6 @@ func (db *DB) ResealSSOSecrets(ctx context.Context) (int, error) {
 
 // ssoSecretContext binds a sealed client secret to its connection, apart from endpoint secrets.
 func ssoSecretContext(id string) []byte { return []byte("sso-client-secret:" + id) }
-
-// SaveSAMLMetadata records metadata fetched again from the connection's URL.
-func (db *DB) SaveSAMLMetadata(ctx context.Context, id, xml, entityID string, validUntil *time.Time) error {
-	_, err := db.pool.Exec(ctx, `UPDATE sso_connections SET saml_idp_metadata_xml = $2, saml_idp_entity_id = $3,
-		saml_metadata_valid_until = $4, saml_metadata_fetched_at = now(), updated_at = now() WHERE id = $1`,
-		id, xml, entityID, validUntil)
-	return err
-}
 
 // RecordSSOTest remembers the outcome of a connection's last test, for its settings page.
 func (db *DB) RecordSSOTest(ctx context.Context, id string, ok bool, detail string) error {

@@ -242,6 +242,23 @@ func (db *DB) FindSSOEnforcement(ctx context.Context, accountID string) (*bgchec
 	return &e, notFound(err)
 }
 
+// SSOBreakGlassCandidate is an admin who could be the account's break-glass admin: one with a
+// password.
+type SSOBreakGlassCandidate struct {
+	ID    string `json:"id"`
+	Email string `json:"email"`
+}
+
+// ListSSOBreakGlassCandidates lists the account's admins who have a password, by e-mail.
+func (db *DB) ListSSOBreakGlassCandidates(ctx context.Context, accountID string) ([]SSOBreakGlassCandidate, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, email FROM users
+		WHERE account_id = $1 AND role = 'admin' AND password_hash IS NOT NULL ORDER BY lower(email), id`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[SSOBreakGlassCandidate])
+}
+
 // SetSSOEnforcement changes the account's requirement. Requiring SSO needs an enabled
 // connection with a verified domain through which a sign-in has succeeded
 // (bgcheck.CodeSSONotVerified), a break-glass user who is an admin of the account with a

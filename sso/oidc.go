@@ -3,11 +3,13 @@ package sso
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,7 +131,7 @@ func (o *OIDC) Exchange(ctx context.Context, cfg OIDCConfig, code, verifier, non
 	}
 	idt, err := p.Verifier(&oidc.Config{ClientID: cfg.ClientID}).Verify(ctx, raw)
 	if err != nil {
-		return bgcheck.SSOIdentity{}, refuse("the ID token is not valid", err)
+		return bgcheck.SSOIdentity{}, refuse(idTokenReason(err), err)
 	}
 	if idt.Nonce != nonce {
 		return bgcheck.SSOIdentity{}, refuse("the ID token's nonce is not the one this sign-in sent", nil)
@@ -152,6 +154,27 @@ func (o *OIDC) Exchange(ctx context.Context, cfg OIDCConfig, code, verifier, non
 	}
 	return bgcheck.SSOIdentity{Subject: idt.Subject, Email: claims.Email,
 		EmailVerified: bool(claims.EmailVerified), Name: claims.Name}, nil
+}
+
+// idTokenReason says in our words why go-oidc refused an ID token; its words, which quote the
+// token's claims, go to the log. go-oidc checks the signature first, so a token changed after
+// signing reads as that, whatever else is wrong with it.
+func idTokenReason(err error) string {
+	var expired *oidc.TokenExpiredError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &expired):
+		return "the ID token has expired: check that the identity provider's clock is right, and sign in again"
+	case strings.Contains(msg, "failed to verify signature"):
+		return "the ID token's signature is not valid"
+	case strings.Contains(msg, "expected audience"):
+		return "the ID token was issued to another client: its audience is not this connection's client id"
+	case strings.Contains(msg, "issued by a different provider"):
+		return "the ID token's issuer is not the connection's issuer"
+	case strings.Contains(msg, "before the nbf"):
+		return "the ID token is not valid yet: check that the identity provider's clock is right"
+	}
+	return "the ID token is not valid"
 }
 
 type profileClaims struct {
@@ -177,4 +200,32 @@ func (b *flexibleBool) UnmarshalJSON(data []byte) error {
 		*b = flexibleBool(parsed)
 	}
 	return nil
+}
+
+// authorizationErrors say in our words what an identity provider's error code on the redirect
+// back means (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6).
+var authorizationErrors = map[string]string{
+	"access_denied": "the identity provider denied the sign-in: it was cancelled there, or this person is not " +
+		"assigned to the application",
+	"login_required":             "the identity provider wants the person to sign in there first: start again",
+	"interaction_required":       "the identity provider needs the person to act there first: start again",
+	"consent_required":           "the identity provider needs the person's consent for this application: start again",
+	"account_selection_required": "the identity provider needs the person to choose an account: start again",
+	"temporarily_unavailable":    "the identity provider is temporarily unavailable: try again in a few minutes",
+	"server_error":               "the identity provider had an internal error: try again, and tell its administrator if it persists",
+	"unauthorized_client":        "the identity provider does not let this application use the authorization code flow: check the application's settings there",
+	"invalid_scope":              "the identity provider refused the scopes openid, email and profile: allow them for this application",
+	"unsupported_response_type":  "the identity provider does not offer the authorization code flow to this application",
+	"invalid_request":            "the identity provider refused the sign-in request: check the client id and the redirect URI registered there",
+	"invalid_client":             "the identity provider does not know this client id: check the connection's client id",
+}
+
+// AuthorizationError is what an identity provider's error code on the redirect back means, in
+// our words; a code we do not know gets a general sentence. The provider's error_description
+// is its own text, which an answer must not echo: it belongs in the log.
+func AuthorizationError(code string) string {
+	if msg, ok := authorizationErrors[code]; ok {
+		return msg
+	}
+	return "the identity provider refused the sign-in: its administrator can find the reason in its logs"
 }

@@ -83,13 +83,40 @@ func NewSAML(cfg SAMLConfig) (*SAML, error) {
 	}}, nil
 }
 
-// Metadata is our service provider's metadata, for the IdP's administrator.
+// Metadata is our service provider's metadata, for the IdP's administrator. It advertises the
+// one binding our ACS speaks (HTTP-POST; crewjam adds HTTP-Artifact, which we do not resolve)
+// and no validUntil: crewjam's default of two days from now would make an IdP that loaded the
+// document once consider it expired on the third day, while these values never change.
 func (s *SAML) Metadata() ([]byte, error) {
-	out, err := xml.MarshalIndent(s.sp.Metadata(), "", "  ")
+	ed := s.sp.Metadata()
+	for i := range ed.SPSSODescriptors {
+		d := &ed.SPSSODescriptors[i]
+		d.ValidUntil = nil
+		var acs []saml.IndexedEndpoint
+		for _, e := range d.AssertionConsumerServices {
+			if e.Binding == saml.HTTPPostBinding {
+				e.Index = len(acs) + 1
+				acs = append(acs, e)
+			}
+		}
+		d.AssertionConsumerServices = acs
+	}
+	out, err := xml.Marshal(ed)
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte(xml.Header), out...), nil
+	// The EntityDescriptor's validUntil is a time.Time that marshals even when zero.
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(out); err != nil {
+		return nil, err
+	}
+	doc.Root().RemoveAttr("validUntil")
+	doc.Indent(2)
+	body, err := doc.WriteToBytes()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), body...), nil
 }
 
 // AuthnRequestURL returns where the browser goes to sign in (the HTTP-Redirect binding) and
@@ -144,6 +171,12 @@ func (s *SAML) ParseResponse(samlResponse string, requestIDs []string, now time.
 	acs, _ := url.Parse(s.cfg.ACSURL)
 	if len(requestIDs) == 0 && !s.cfg.AllowIdPInitiated {
 		return nil, refuse("IdP-initiated sign-in is off for this connection: start from the dashboard", nil)
+	}
+	// crewjam checks no InResponseTo once unsolicited responses are allowed: one that answers
+	// an AuthnRequest of ours must come back through that request's RelayState, not as if the
+	// IdP had started it.
+	if len(requestIDs) == 0 && (signed.inResponseTo != "" || responseInResponseTo(raw) != "") {
+		return nil, refuse("the response answers a sign-in started here, not one the IdP started: start again from the sign-in page", nil)
 	}
 	// InResponseTo is checked unless this is an unsolicited response the connection accepts.
 	s.sp.AllowIDPInitiated = len(requestIDs) == 0
@@ -223,6 +256,32 @@ type signedAssertion struct {
 	id           string
 	nameID       string
 	nameIDFormat string
+	// inResponseTo is the AuthnRequest a SubjectConfirmationData names, if any.
+	inResponseTo string
+}
+
+// Unsolicited reports whether a base64 SAMLResponse says it answers no request (it has no
+// InResponseTo): an IdP-initiated sign-in. It verifies nothing; it tells the ACS whether to look
+// for a sign-in of ours, and ParseResponse holds the response to what it claims.
+func Unsolicited(samlResponse string) bool {
+	raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(samlResponse), ""))
+	if err != nil || len(raw) > MaxResponseBytes {
+		return false
+	}
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(raw); err != nil || doc.Root() == nil || doc.Root().Tag != "Response" {
+		return false
+	}
+	return responseInResponseTo(raw) == ""
+}
+
+// responseInResponseTo is the InResponseTo of a Response document's root, or "".
+func responseInResponseTo(raw []byte) string {
+	doc := etree.NewDocument()
+	if err := doc.ReadFromBytes(raw); err != nil || doc.Root() == nil {
+		return ""
+	}
+	return doc.Root().SelectAttrValue("InResponseTo", "")
 }
 
 // verifiedAssertion finds the response's one assertion and checks its own signature against
@@ -298,6 +357,13 @@ func (s *SAML) verifiedAssertion(raw []byte) (*signedAssertion, error) {
 			if n.Tag == "NameID" && n.NamespaceURI() == nsAssertion {
 				out.nameID = strings.TrimSpace(n.Text())
 				out.nameIDFormat = n.SelectAttrValue("Format", "")
+			}
+			if n.Tag == "SubjectConfirmation" && n.NamespaceURI() == nsAssertion {
+				for _, d := range n.ChildElements() {
+					if d.Tag == "SubjectConfirmationData" && d.NamespaceURI() == nsAssertion && d.SelectAttrValue("InResponseTo", "") != "" {
+						out.inResponseTo = d.SelectAttrValue("InResponseTo", "")
+					}
+				}
 			}
 		}
 	}

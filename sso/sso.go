@@ -47,15 +47,20 @@ func NewHTTPClient(allowed []netip.Prefix) *http.Client {
 		}},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 3 {
-				return errors.New("stopped after 3 redirects")
+				return errTooManyRedirects
 			}
 			if req.URL.Scheme != "https" && via[0].URL.Scheme == "https" && !PlainHTTPAllowed(req.URL, allowed) {
-				return errors.New("refused a redirect from https to plain http")
+				return errInsecureRedirect
 			}
 			return nil
 		},
 	}
 }
+
+var (
+	errTooManyRedirects = errors.New("stopped after 3 redirects")
+	errInsecureRedirect = errors.New("refused a redirect from https to plain http")
+)
 
 // PlainHTTPAllowed reports whether u may be fetched without TLS: only when its host is an
 // address literal inside allowed (the operator's private networks for identity providers).

@@ -18,6 +18,7 @@ import (
 	"github.com/bgcheck/bgcheck/postgres"
 	"github.com/bgcheck/bgcheck/screening"
 	"github.com/bgcheck/bgcheck/secretbox"
+	"github.com/bgcheck/bgcheck/sso"
 	"github.com/bgcheck/bgcheck/workflows"
 )
 
@@ -105,6 +106,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Billing:  &activities.Billing{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 		Health:   &activities.EndpointHealth{DB: db, Mailer: mailer, PortalURL: cfg.PortalURL},
 		Recovery: &activities.Recoveries{DB: db},
+		SSOMetadata: &activities.SSOMetadata{DB: db, HTTP: sso.NewHTTPClient(cfg.SSOPrivateNetworks),
+			Allowed: cfg.SSOPrivateNetworks, Log: log.With("component", "sso-metadata")},
 	})
 	if err := checks.Start(); err != nil {
 		w.Stop()
@@ -113,6 +116,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err := EnsureInvoiceSchedule(ctx, c); err != nil {
 		// Invoices wait, deliveries and checks need not: the next worker to start tries again.
 		log.Error("could not create the monthly invoice schedule; invoices wait until a worker creates it", "err", err)
+	}
+	if err := EnsureSSOMetadataSchedule(ctx, c); err != nil {
+		// Sign-ins go on with the stored metadata while it is valid: the next worker tries again.
+		log.Error("could not create the SSO metadata schedule; SAML metadata is not refreshed until a worker creates it", "err", err)
 	}
 	defer checks.Stop()
 	stopDispatch, err := dispatch(ctx, cfg, db, c, m, log)

@@ -54,6 +54,8 @@ type DomainActivities struct {
 	Billing  *activities.Billing
 	Health   *activities.EndpointHealth
 	Recovery *activities.Recoveries
+	// SSOMetadata refreshes SAML connections' IdP metadata; nil registers nothing.
+	SSOMetadata *activities.SSOMetadata
 }
 
 // NewChecks returns a worker on workflows.CheckTaskQueue with the domain's workflows (checks,
@@ -74,6 +76,10 @@ func NewChecks(c client.Client, acts DomainActivities) sdkworker.Worker {
 	w.RegisterActivity(acts.Billing)
 	w.RegisterActivity(acts.Health)
 	w.RegisterActivity(acts.Recovery)
+	w.RegisterWorkflow(workflows.SAMLMetadataRefreshWorkflow)
+	if acts.SSOMetadata != nil {
+		w.RegisterActivity(acts.SSOMetadata)
+	}
 	return w
 }
 
@@ -91,6 +97,29 @@ func EnsureInvoiceSchedule(ctx context.Context, c client.Client) error {
 		},
 		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
 		CatchupWindow: 7 * 24 * time.Hour,
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil
+	}
+	return err
+}
+
+// EnsureSSOMetadataSchedule creates the Temporal Schedule that refreshes SAML connections' IdP
+// metadata every workflows.SSOMetadataScheduleEvery, unless it exists: every worker calls it at
+// start, and one of them creates it. Runs never overlap (a slow one makes the next skip), and a
+// schedule missed while no worker ran is not made up beyond one run: every run takes whatever
+// is due.
+func EnsureSSOMetadataSchedule(ctx context.Context, c client.Client) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:   workflows.SSOMetadataScheduleID,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: workflows.SSOMetadataScheduleEvery}}},
+		Action: &client.ScheduleWorkflowAction{
+			ID:        "sso-metadata-refresh",
+			Workflow:  workflows.SAMLMetadataRefreshWorkflow,
+			TaskQueue: workflows.CheckTaskQueue,
+		},
+		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		CatchupWindow: workflows.SSOMetadataScheduleEvery,
 	})
 	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 		return nil

@@ -122,6 +122,14 @@ func (p *SAMLIdP) AddShortcut(name, entityID string) {
 	p.put("/shortcuts/"+name, body)
 }
 
+// AddShortcutWithRelayState is AddShortcut whose response carries relayState, as IdPs that
+// name a landing page (a "default relay state") send.
+func (p *SAMLIdP) AddShortcutWithRelayState(name, entityID, relayState string) {
+	p.t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": name, "service_provider": entityID, "relay_state": relayState})
+	p.put("/shortcuts/"+name, body)
+}
+
 // Metadata is the IdP's metadata document.
 func (p *SAMLIdP) Metadata() []byte {
 	p.t.Helper()
