@@ -9,8 +9,10 @@ import (
 )
 
 // An announcer wakes the dispatchers (LISTEN DeliveriesChannel) after transactions that wrote
-// outbox rows have committed, from outside those transactions, one NOTIFY at a time: announces
-// that arrive while one is being sent make one more, not one each.
+// outbox rows have committed, from outside those transactions, one NOTIFY at a time and at most
+// one every announceGap: announcements that arrive meanwhile make one more, not one each. Each
+// NOTIFY wakes every dispatcher for a round of claims, so under load a NOTIFY per event would
+// cost more than the events.
 //
 // Why not NOTIFY inside the writing transaction: PostgreSQL serializes the commits of every
 // transaction that notifies (a database-wide lock, held through the commit's WAL flush), so
@@ -20,6 +22,10 @@ import (
 // Nothing depends on the announcement for correctness: a dispatcher also reads the outbox every
 // second, so a process that dies between a commit and its announcement delays those rows by
 // that second at most.
+// announceGap is the least time between two announcements of a process: at most 200 a second,
+// and an event waits that long at most for its own.
+const announceGap = 5 * time.Millisecond
+
 type announcer struct {
 	pool *pgxpool.Pool
 	wake chan struct{}
@@ -50,10 +56,16 @@ func (a *announcer) run(ctx context.Context) {
 			return
 		case <-a.wake:
 		}
+		next := time.Now().Add(announceGap)
 		nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		// An error is left to the dispatchers' polling, which finds the rows within a second.
 		_, _ = a.pool.Exec(nctx, `SELECT pg_notify('`+DeliveriesChannel+`', '')`)
 		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
 	}
 }
 

@@ -61,9 +61,8 @@ func TestCommittedDeliveriesAreAnnounced(t *testing.T) {
 	}
 }
 
-// CreateEvent writes the event and its deliveries in one batch outside a transaction block:
-// PostgreSQL must run it as one implicit transaction, so a delivery that cannot be written
-// leaves no event behind either.
+// CreateEvent writes the event and its deliveries outside a transaction block, in one statement
+// that is its own transaction: a delivery that cannot be written leaves no event behind either.
 func TestCreateEventIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
