@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,5 +83,57 @@ func TestCreateEventIsAllOrNothing(t *testing.T) {
 	}
 	if events != 0 {
 		t.Fatalf("%d events stored without their deliveries", events)
+	}
+}
+
+// Events created at the same moment share the event writer's statements: each still gets its
+// own deliveries, counted right, whichever tenant it belongs to. A caller that has gone before
+// its event is written gets an error, and the event is not written.
+func TestConcurrentEventsShareStatementsAndKeepTheirOwnDeliveries(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	one, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"})
+	three, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"*"}, []string{"check.completed"}, []string{"report.ready", "check.completed"})
+	const each = 40
+	type created struct {
+		tenant bgcheck.Tenant
+		ev     *bgcheck.Event
+		err    error
+	}
+	results := make(chan created, 2*each)
+	var wg sync.WaitGroup
+	for i := range 2 * each {
+		tn := one
+		if i%2 == 1 {
+			tn = three
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev, err := db.CreateEvent(ctx, tn, "check.completed", webhook.SampleData("check.completed"))
+			results <- created{tn, ev, err}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		want := map[string]int{one.AccountID: 1, three.AccountID: 3}[r.tenant.AccountID]
+		if r.ev.Deliveries != want || len(deliveriesOf(t, db, r.ev.ID)) != want {
+			t.Fatalf("event %s of %s: %d deliveries reported, %d stored, want %d",
+				r.ev.ID, r.tenant.AccountID, r.ev.Deliveries, len(deliveriesOf(t, db, r.ev.ID)), want)
+		}
+	}
+
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := db.CreateEvent(gone, one, "check.completed", webhook.SampleData("check.completed")); err == nil {
+		t.Fatal("an event was created for a caller that had gone")
+	}
+	var n int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE account_id = $1`, one.AccountID).Scan(&n); err != nil || n != each {
+		t.Fatalf("%d events of the first tenant (%v), want %d", n, err, each)
 	}
 }

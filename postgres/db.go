@@ -27,6 +27,7 @@ type DB struct {
 	pool      *pgxpool.Pool
 	secrets   SecretBox // seals endpoint signing secrets; nil when the process stores none
 	announcer *announcer
+	events    *eventWriter
 }
 
 // Open connects to the database at url and checks that it answers.
@@ -64,6 +65,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("postgres: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	db := &DB{pool: pool, announcer: startAnnouncer(pool)}
+	db.events = startEventWriter(pool, db.announcer.announce)
 	for _, o := range opts {
 		o(db)
 	}
@@ -72,6 +74,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 
 // Close releases every connection.
 func (db *DB) Close() {
+	db.events.close()
 	db.announcer.close()
 	db.pool.Close()
 }

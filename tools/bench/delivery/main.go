@@ -23,7 +23,8 @@
 //
 //   - ingest: -c clients POST /api/v1/events/test back to back for -ingest-d (after
 //     -ingest-warmup): events accepted per second and the POST's latency. Deliveries run
-//     meanwhile, as they would in production, and compete for the same cores.
+//     meanwhile and compete for the same cores, unless -ingest-alone stops the workers (and
+//     with them the whole pipeline) for the phase.
 //   - latency: an open-loop generator sends -rate events per second for -latency-d, each at its
 //     scheduled time whether or not earlier POSTs have been answered, so a slow pipeline cannot
 //     hide its latency by slowing the generator (coordinated omission). Latency is the time the
@@ -85,6 +86,7 @@ type options struct {
 	warmupEvents  int
 	ingestWarmup  time.Duration
 	ingestDur     time.Duration
+	ingestAlone   bool
 	rate          float64
 	latencyDur    time.Duration
 	burst         int
@@ -117,6 +119,7 @@ func main() {
 	flag.IntVar(&o.warmupEvents, "warmup-events", 100, "events sent and delivered before the first phase, not recorded")
 	flag.DurationVar(&o.ingestWarmup, "ingest-warmup", time.Second, "ingest: warm-up, not recorded")
 	flag.DurationVar(&o.ingestDur, "ingest-d", 5*time.Second, "ingest: measured duration")
+	flag.BoolVar(&o.ingestAlone, "ingest-alone", false, "ingest: stop the workers (SIGSTOP) while the API takes the events, so the API and PostgreSQL have the machine")
 	flag.Float64Var(&o.rate, "rate", 50, "latency: events per second")
 	flag.DurationVar(&o.latencyDur, "latency-d", 30*time.Second, "latency: duration")
 	flag.IntVar(&o.burst, "burst", 4000, "burst: events enqueued")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -150,12 +151,15 @@ type ingestResult struct {
 	EventsPerSec   float64      `json:"events_per_s"`
 	Post           latencyStats `json:"post_latency"`
 	// ArrivedInWindow counts deliveries that arrived during the measured window: the pipeline
-	// ran meanwhile, on the same cores.
-	ArrivedInWindow int         `json:"arrived_in_window"`
-	FirstError      string      `json:"first_error,omitempty"`
-	CPU             cpuUse      `json:"cpu"`
-	DB              dbUse       `json:"db"`
-	Drain           drainResult `json:"drain"`
+	// ran meanwhile, on the same cores, unless Alone.
+	ArrivedInWindow int `json:"arrived_in_window"`
+	// Alone says the workers were stopped (SIGSTOP) while the API took the events, so the API
+	// and PostgreSQL had the machine; the events waited in the outbox until the drain.
+	Alone      bool        `json:"alone,omitempty"`
+	FirstError string      `json:"first_error,omitempty"`
+	CPU        cpuUse      `json:"cpu"`
+	DB         dbUse       `json:"db"`
+	Drain      drainResult `json:"drain"`
 }
 
 func (b *bench) ingest(ctx context.Context) ingestResult {
@@ -165,6 +169,9 @@ func (b *bench) ingest(ctx context.Context) ingestResult {
 	db0 := b.st.dbStats(ctx)
 	from := time.Now().Add(o.ingestWarmup)
 	to := from.Add(o.ingestDur)
+	if o.ingestAlone {
+		b.st.signalWorkers(syscall.SIGSTOP)
+	}
 	var sends []send
 	done := make(chan struct{})
 	go func() { defer close(done); sends = b.p.closedLoop(ctx, o.clients, to, 0) }()
@@ -173,7 +180,10 @@ func (b *bench) ingest(ctx context.Context) ingestResult {
 	sleepUntil(ctx, to)
 	cpu1 := b.st.meter.snapshot()
 	<-done
-	r := ingestResult{PriorWorkflows: prior, Clients: o.clients, DurationS: o.ingestDur.Seconds(), CPU: cpu0.until(cpu1)}
+	if o.ingestAlone {
+		b.st.signalWorkers(syscall.SIGCONT)
+	}
+	r := ingestResult{PriorWorkflows: prior, Clients: o.clients, DurationS: o.ingestDur.Seconds(), CPU: cpu0.until(cpu1), Alone: o.ingestAlone}
 	var lat []time.Duration
 	for _, s := range sends {
 		if s.at.Before(from) || !s.at.Before(to) {

@@ -114,6 +114,9 @@ func (r *report) printTable(w io.Writer) {
 			x.Clients, x.DurationS, targetIngestPerSec, targetIngestP99ms,
 			meets(x.EventsPerSec >= targetIngestPerSec && x.Post.P99ms <= targetIngestP99ms && x.Errors == 0))
 		fmt.Fprintf(w, "Temporal held %d workflows before\n", x.PriorWorkflows)
+		if x.Alone {
+			fmt.Fprintf(w, "the workers were stopped meanwhile: the API and PostgreSQL had the machine\n")
+		}
 		tw := table(w)
 		fmt.Fprintln(tw, "events/s\taccepted\terrors\tp50\tp90\tp99\tmax\tdelivered meanwhile\tbacklog drained in\t")
 		fmt.Fprintf(tw, "%.0f\t%d\t%d\t%.1fms\t%.1fms\t%.1fms\t%.1fms\t%d\t%s\t\n", x.EventsPerSec, x.Accepted, x.Errors,

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -151,6 +152,16 @@ func (st *stack) startServices(ctx context.Context) error {
 		st.workers = append(st.workers, w)
 	}
 	return nil
+}
+
+// signalWorkers sends every worker process sig: SIGSTOP holds the whole pipeline (the dispatcher
+// runs in the workers), SIGCONT lets it go on.
+func (st *stack) signalWorkers(sig syscall.Signal) {
+	for _, w := range st.workers {
+		if err := w.Signal(sig); err != nil {
+			logf("signal %s to %s: %v", sig, w.Name, err)
+		}
+	}
 }
 
 // startProcess runs one of the built binaries as name, its output in name.log in the work
