@@ -137,3 +137,18 @@ func TestConcurrentEventsShareStatementsAndKeepTheirOwnDeliveries(t *testing.T) 
 		t.Fatalf("%d events of the first tenant (%v), want %d", n, err, each)
 	}
 }
+
+// Closing a handle twice is harmless, as closing its pool twice always was.
+func TestCloseTwice(t *testing.T) {
+	db, err := postgres.Open(context.Background(), pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { db.Close(); db.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second Close did not return")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,7 @@ type DB struct {
 	secrets   SecretBox // seals endpoint signing secrets; nil when the process stores none
 	announcer *announcer
 	events    *eventWriter
+	closeOnce sync.Once
 }
 
 // Open connects to the database at url and checks that it answers.
@@ -72,11 +74,13 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	return db, nil
 }
 
-// Close releases every connection.
+// Close releases every connection. Calling it again does nothing.
 func (db *DB) Close() {
-	db.events.close()
-	db.announcer.close()
-	db.pool.Close()
+	db.closeOnce.Do(func() {
+		db.events.close()
+		db.announcer.close()
+		db.pool.Close()
+	})
 }
 
 // Ping reports whether the database answers; /readyz uses it.
