@@ -240,9 +240,10 @@ type AttemptRecord struct {
 	NextAttemptAt *time.Time
 }
 
-// RecordAttempt stores an attempt and moves the delivery on, in one transaction. Recording the
-// same attempt number again (an activity retried after a crash) replaces the earlier record, so
-// the activity is idempotent. A delivery canceled meanwhile (its endpoint deleted) stays canceled.
+// RecordAttempt stores an attempt and moves the delivery on, in one statement (one transaction,
+// one round trip). Recording the same attempt number again (an activity retried after a crash)
+// replaces the earlier record, so the activity is idempotent. A delivery canceled meanwhile (its
+// endpoint deleted) stays canceled.
 func (db *DB) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 	nullable := func(s string) *string {
 		if s == "" {
@@ -254,35 +255,50 @@ func (db *DB) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 	if r.StatusCode != 0 {
 		code = &r.StatusCode
 	}
-	batch := &pgx.Batch{}
-	batch.Queue(`
+	sql := recordSuccessSQL
+	if r.Error != "" {
+		sql = recordFailureSQL
+	}
+	_, err := db.pool.Exec(ctx, sql, r.DeliveryID, r.Number, r.StartedAt, r.Duration.Milliseconds(), code,
+		nullable(r.Error), nullable(r.ResponseSnippet), r.Status, r.NextAttemptAt)
+	return err
+}
+
+// recordAttemptSQL stores attempt $2 of delivery $1 and moves the delivery on; it ends with the
+// endpoint's health, which recordSuccessSQL and recordFailureSQL add. The parts of one WITH
+// statement all run, whether or not the final SELECT reads them.
+const recordAttemptSQL = `
+	WITH attempt AS (
 		INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, status_code, error, response_snippet)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (delivery_id, number) DO UPDATE SET started_at = excluded.started_at,
 			duration_ms = excluded.duration_ms, status_code = excluded.status_code, error = excluded.error,
-			response_snippet = excluded.response_snippet`,
-		r.DeliveryID, r.Number, r.StartedAt, r.Duration.Milliseconds(), code, nullable(r.Error), nullable(r.ResponseSnippet))
-	batch.Queue(`
+			response_snippet = excluded.response_snippet
+	), delivery AS (
 		UPDATE deliveries SET
-			status = CASE WHEN status = 'canceled' THEN status ELSE $2 END,
-			attempt_count = greatest(attempt_count, $3),
-			next_attempt_at = CASE WHEN status = 'canceled' THEN NULL ELSE $4::timestamptz END,
+			status = CASE WHEN status = 'canceled' THEN status ELSE $8 END,
+			attempt_count = greatest(attempt_count, $2),
+			next_attempt_at = CASE WHEN status = 'canceled' THEN NULL ELSE $9::timestamptz END,
 			last_status_code = $5, last_error = $6, held_by_pause = false, updated_at = now()
-		WHERE id = $1`, r.DeliveryID, r.Status, r.Number, r.NextAttemptAt, code, nullable(r.Error))
-	// The endpoint's health, written only when it changes (or a minute after the last success),
-	// so a busy healthy endpoint's row is not rewritten on every attempt.
-	if r.Error == "" {
-		batch.Queue(`UPDATE webhook_endpoints SET last_success_at = now(), failing_since = NULL
-			WHERE id = (SELECT endpoint_id FROM deliveries WHERE id = $1)
-				AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < now() - interval '1 minute')`, r.DeliveryID)
-	} else {
-		batch.Queue(`UPDATE webhook_endpoints SET failing_since = now(), health_check_pending = true
-			WHERE id = (SELECT endpoint_id FROM deliveries WHERE id = $1) AND failing_since IS NULL`, r.DeliveryID)
-	}
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		return tx.SendBatch(ctx, batch).Close()
-	})
-}
+		WHERE id = $1
+		RETURNING endpoint_id
+	), endpoint AS (`
+
+// The endpoint's health, written only when it changes (or a minute after the last success), so a
+// busy healthy endpoint's row is not rewritten on every attempt.
+const (
+	recordSuccessSQL = recordAttemptSQL + `
+		UPDATE webhook_endpoints SET last_success_at = now(), failing_since = NULL
+		WHERE id = (SELECT endpoint_id FROM delivery)
+			AND (failing_since IS NOT NULL OR last_success_at IS NULL OR last_success_at < now() - interval '1 minute')
+	)
+	SELECT 1`
+	recordFailureSQL = recordAttemptSQL + `
+		UPDATE webhook_endpoints SET failing_since = now(), health_check_pending = true
+		WHERE id = (SELECT endpoint_id FROM delivery) AND failing_since IS NULL
+	)
+	SELECT 1`
+)
 
 // CancelDelivery marks a delivery canceled (its endpoint was deleted or disabled).
 func (db *DB) CancelDelivery(ctx context.Context, deliveryID string) error {
