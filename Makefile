@@ -1,7 +1,7 @@
 # Entry points for a fresh machine with Go and the PostgreSQL server binaries; no Docker needed.
 #   make dev       run the API locally (PostgreSQL found or started, demo account, keys printed);
 #                  make dev TEMPORAL=postgres runs a Temporal cluster on that PostgreSQL instead of
-#                  the dev server
+#                  the dev server, TEMPORAL=server temporal-server on SQLite files (faster, no UI)
 #   make test      go vet, gofmt check, and every test with the race detector (test/run.sh)
 #   make temporal  build the Temporal CLI pinned in internal/dev/temporalcli into ./.data/bin (the dev server
 #                  of the end-to-end tests), and the server and SQL tool of the version it embeds (the

@@ -166,8 +166,9 @@ func runDev(ctx context.Context) error {
 // state in ./.data/temporal.db so deliveries survive a restart of make dev. With
 // BGCHECK_DEV_TEMPORAL=postgres (make dev TEMPORAL=postgres) it starts a Temporal cluster on the
 // PostgreSQL at pgURL instead, in the databases bgcheck_temporal and bgcheck_temporal_visibility,
-// as production runs it (no Web UI). It returns the server it started (nil when it found one) and
-// the UI's address.
+// as production runs it (no Web UI); with server, temporal-server on SQLite files in ./.data, its
+// visibility in a database of its own (faster than the dev server; no Web UI). It returns the
+// server it started (nil when it found one) and the UI's address.
 func startTemporal(ctx context.Context, cfg config.Config, pgURL string, log *slog.Logger) (*devtemporal.Server, string, error) {
 	if os.Getenv("TEMPORAL_ADDRESS") != "" {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -189,6 +190,10 @@ func startTemporal(ctx context.Context, cfg config.Config, pgURL string, log *sl
 	what := "the Temporal dev server (the first run builds the pinned CLI, which takes a few minutes)"
 	switch store := cmp.Or(os.Getenv("BGCHECK_DEV_TEMPORAL"), "dev"); store {
 	case "dev":
+	case "server":
+		opts.UIPort, opts.SQLite = 0, true
+		opts.DBFile = filepath.Join(dataDir, "temporal-server.db")
+		what = "temporal-server on SQLite in ./.data (the first run builds the pinned server, which takes a few minutes)"
 	case "postgres":
 		u, err := url.Parse(pgURL)
 		if err != nil {
@@ -199,7 +204,7 @@ func startTemporal(ctx context.Context, cfg config.Config, pgURL string, log *sl
 		opts.Postgres.Password, _ = u.User.Password()
 		what = "a Temporal cluster on PostgreSQL (the first run builds the pinned server, which takes a few minutes)"
 	default:
-		return nil, "", fmt.Errorf("BGCHECK_DEV_TEMPORAL is %q: dev (the CLI's dev server) or postgres (a cluster on PostgreSQL)", store)
+		return nil, "", fmt.Errorf("BGCHECK_DEV_TEMPORAL is %q: dev (the CLI's dev server), server (temporal-server on SQLite) or postgres (a cluster on PostgreSQL)", store)
 	}
 	log.Info("starting " + what)
 	srv, err := devtemporal.Start(ctx, opts)

@@ -31,6 +31,9 @@ const (
 	TemporalMemory = "dev"
 	// TemporalDisk is the dev server on an SQLite file in WAL mode, as make dev runs it.
 	TemporalDisk = "disk"
+	// TemporalServer is temporal-server on SQLite in memory, its history and visibility in
+	// databases of their own (see devtemporal.Options.SQLite).
+	TemporalServer = "server"
 	// TemporalPostgres is a cluster (temporal-server of the version the CLI embeds) on the
 	// tests' PostgreSQL, in throwaway databases, as production runs it.
 	TemporalPostgres = "postgres"
@@ -153,6 +156,8 @@ func (st *Stack) startTemporal(ctx context.Context, o Options) error {
 	case TemporalMemory:
 	case TemporalDisk:
 		opts.DBFile = filepath.Join(o.Dir, "temporal.db")
+	case TemporalServer:
+		opts.SQLite = true
 	case TemporalPostgres:
 		pg, err := devtemporal.PostgresOn(testserver.URL(), st.DatabaseName+"_temporal_")
 		if err != nil {
@@ -170,7 +175,7 @@ func (st *Stack) startTemporal(ctx context.Context, o Options) error {
 			}
 		})
 	default:
-		return fmt.Errorf("devstack: Temporal %q: want %s, %s, %s or %s", o.Temporal, TemporalMemory, TemporalDisk, TemporalPostgres, TemporalNone)
+		return fmt.Errorf("devstack: Temporal %q: want %s, %s, %s, %s or %s", o.Temporal, TemporalMemory, TemporalDisk, TemporalServer, TemporalPostgres, TemporalNone)
 	}
 	srv, err := devtemporal.Start(ctx, opts)
 	if err != nil {

@@ -120,11 +120,14 @@ func tail(b []byte) string {
 	return string(b)
 }
 
-// startCluster runs temporal-server on PostgreSQL with every service in one process, its
-// configuration written to a temporary directory removed when it stops.
+// startCluster runs temporal-server on PostgreSQL (or SQLite) with every service in one process,
+// its configuration written to a temporary directory removed when it stops.
 func startCluster(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
-	if opts.UIPort != 0 || opts.DBFile != "" {
-		return nil, errors.New("devtemporal: a cluster on PostgreSQL has no Web UI and no database file")
+	switch {
+	case opts.UIPort != 0:
+		return nil, errors.New("devtemporal: temporal-server has no Web UI (the CLI's dev server has)")
+	case opts.Postgres != nil && (opts.DBFile != "" || opts.SQLite):
+		return nil, errors.New("devtemporal: a cluster on PostgreSQL has no SQLite database")
 	}
 	server, sqlTool, err := ClusterBinaries(ctx, log)
 	if err != nil {
@@ -132,8 +135,10 @@ func startCluster(ctx context.Context, opts Options, log *slog.Logger) (*Server,
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if err := SetupSchema(ctx, sqlTool, opts.Postgres); err != nil {
-		return nil, err
+	if opts.Postgres != nil {
+		if err := SetupSchema(ctx, sqlTool, opts.Postgres); err != nil {
+			return nil, err
+		}
 	}
 	attempts := 1
 	if opts.Port == 0 {
@@ -241,11 +246,30 @@ func writeClusterConfig(dir string, p clusterPorts, opts Options) error {
 		return fmt.Errorf("devtemporal: %w", err)
 	}
 	defer f.Close()
-	err = clusterConfig.Execute(f, map[string]any{"P": p, "PG": opts.Postgres, "DynamicConfig": dynamic})
+	err = clusterConfig.Execute(f, map[string]any{"P": p, "PG": opts.Postgres, "SQLite": sqliteStores(opts.DBFile), "DynamicConfig": dynamic})
 	if err != nil {
 		return fmt.Errorf("devtemporal: %w", err)
 	}
 	return f.Close()
+}
+
+// sqliteStore names temporal-server's two SQLite databases and how it opens them.
+type sqliteStore struct {
+	History, Visibility string
+	Attributes          map[string]string
+}
+
+// sqliteStores are the databases of temporal-server on SQLite: in memory (each its own, so each
+// has a connection of its own), or in dbFile and dbFile+"-visibility", their schema set up on
+// first use, in WAL mode with synchronous=NORMAL (safe in WAL mode: a crash of the machine may
+// lose the last transactions, never the database).
+func sqliteStores(dbFile string) sqliteStore {
+	if dbFile == "" {
+		return sqliteStore{History: "history", Visibility: "visibility",
+			Attributes: map[string]string{"mode": "memory", "cache": "private"}}
+	}
+	return sqliteStore{History: dbFile, Visibility: dbFile + "-visibility",
+		Attributes: map[string]string{"cache": "private", "setup": "true", "journal_mode": "wal", "synchronous": "1"}}
 }
 
 // DynamicConfigYAML writes dynamic config (key → JSON value, as Options.DynamicConfig holds it)
@@ -266,8 +290,9 @@ func DynamicConfigYAML(values map[string]string) string {
 }
 
 // clusterConfig is the server's static configuration: every service in one process on
-// 127.0.0.1, four history shards (the count is fixed for a database's lifetime), PostgreSQL for
-// both stores, no archival, and the logs at warn.
+// 127.0.0.1; on PostgreSQL four history shards (the count is fixed for a database's lifetime) and
+// both stores there, or on SQLite (see sqliteStores) one shard and a database a store; no
+// archival, and the logs at warn.
 var clusterConfig = template.Must(template.New("config").Parse(`log:
   stdout: true
   level: warn
@@ -276,6 +301,32 @@ var clusterConfig = template.Must(template.New("config").Parse(`log:
 persistence:
   defaultStore: default
   visibilityStore: visibility
+{{- if not .PG}}
+  numHistoryShards: 1
+  datastores:
+    default:
+      sql:
+        pluginName: sqlite
+        databaseName: "{{.SQLite.History}}"
+        connectAddr: localhost
+        connectProtocol: tcp
+        connectAttributes:{{range $k, $v := .SQLite.Attributes}}
+          {{$k}}: "{{$v}}"{{end}}
+        maxConns: 1
+        maxIdleConns: 1
+        maxConnLifetime: 1h
+    visibility:
+      sql:
+        pluginName: sqlite
+        databaseName: "{{.SQLite.Visibility}}"
+        connectAddr: localhost
+        connectProtocol: tcp
+        connectAttributes:{{range $k, $v := .SQLite.Attributes}}
+          {{$k}}: "{{$v}}"{{end}}
+        maxConns: 1
+        maxIdleConns: 1
+        maxConnLifetime: 1h
+{{- else}}
   numHistoryShards: 4
   datastores:
     default:
@@ -300,6 +351,7 @@ persistence:
         maxConns: 4
         maxIdleConns: 4
         maxConnLifetime: 1h
+{{- end}}
 
 global:
   membership:

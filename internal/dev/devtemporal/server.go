@@ -70,6 +70,14 @@ type Options struct {
 	// on PostgreSQL instead of the dev server: as production runs it. UIPort and DBFile must be
 	// unset then; the rest applies alike.
 	Postgres *Postgres
+	// SQLite runs temporal-server (the cluster's binary, all services in one process) on SQLite
+	// instead of the CLI's dev server: in memory, or in DBFile (history) and DBFile+"-visibility"
+	// in WAL mode. The dev server keeps history and visibility in one database behind one
+	// connection, so each of its database operations waits for the one before; here visibility has
+	// a database and a connection of its own. No Web UI. make bench-delivery, a burst of 4,000 on
+	// the 2-core machine: 160-166 deliveries/s against 103-133/s on the dev server, Temporal's
+	// CPU per delivery 7.1 ms against 8.6-10.3 ms.
+	SQLite bool
 }
 
 // Server is a running dev server or cluster, started by Start; Stop or Kill ends it.
@@ -100,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if opts.Postgres != nil {
+	if opts.Postgres != nil || opts.SQLite {
 		return startCluster(ctx, opts, log)
 	}
 	bin, err := Binary(ctx, log)

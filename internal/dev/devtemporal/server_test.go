@@ -228,3 +228,35 @@ func TestStartClusterOnPostgres(t *testing.T) {
 		t.Fatalf("after a restart the workflow is %v (%v), want running", d.GetWorkflowExecutionInfo().GetStatus(), err)
 	}
 }
+
+// temporal-server on SQLite starts with the namespace and search attributes, in memory and on
+// files; on files its workflows, and the search attributes its visibility database holds, are
+// kept across a restart.
+func TestStartServerOnSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mem := temporaltest.Start(t, devtemporal.Options{SQLite: true, SearchAttributes: []string{"BgcheckAccountID"}})
+	assertSearchAttributes(t, dial(t, mem.Address), "BgcheckAccountID")
+	mem.Stop()
+
+	opts := devtemporal.Options{SQLite: true, DBFile: filepath.Join(t.TempDir(), "temporal.db"),
+		SearchAttributes: []string{"BgcheckAccountID", "BgcheckEndpointID"}}
+	s := temporaltest.Start(t, opts)
+	run, err := dial(t, s.Address).ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "kept", TaskQueue: "q"}, "W")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Stop()
+	for _, f := range []string{opts.DBFile, opts.DBFile + "-visibility"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("database file after Stop: %v", err)
+		}
+	}
+	again := temporaltest.Start(t, opts)
+	c := dial(t, again.Address)
+	d, err := c.DescribeWorkflowExecution(ctx, "kept", run.GetRunID())
+	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("after a restart the workflow is %v (%v), want running", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	}
+	assertSearchAttributes(t, c, "BgcheckAccountID", "BgcheckEndpointID")
+}

@@ -128,7 +128,8 @@ func main() {
 	flag.DurationVar(&o.stepMaxP99, "step-max-p99", time.Second, "steps: highest p99 of a sustainable rate")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 3*time.Minute, "longest wait for the backlog to drain after a phase")
 	flag.BoolVar(&o.disk, "disk", false, "the same as -temporal disk")
-	flag.StringVar(&o.temporal, "temporal", "dev", "dev (the CLI's dev server in memory), disk (on an SQLite file in WAL mode, as make dev runs it) "+
+	flag.StringVar(&o.temporal, "temporal", "dev", "dev (the CLI's dev server in memory), disk (on an SQLite file in WAL mode, as make dev runs it), "+
+		"server (temporal-server on SQLite in memory, visibility in a database of its own) "+
 		"or postgres (temporal-server on the benchmark's PostgreSQL, in throwaway databases; its PostgreSQL work counts in the machine's CPU, not Temporal's)")
 	flag.IntVar(&o.workers, "workers", 1, "bgcheck-worker processes")
 	flag.IntVar(&o.endpoints, "endpoints", 1, "webhook endpoints, each subscribed to every event: deliveries per event")

@@ -58,6 +58,8 @@ func newReport(o options) *report {
 	switch {
 	case o.temporal == "postgres":
 		mode = "cluster-postgres"
+	case o.temporal == "server":
+		mode = "server-sqlite"
 	case o.temporal == "disk" || o.disk:
 		mode = "sqlite-wal"
 	}
@@ -94,11 +96,13 @@ func meets(ok bool) string {
 
 func (r *report) printTable(w io.Writer) {
 	r.HighestSustainable = r.highest()
-	mode := "in memory"
-	if r.Temporal == "sqlite-wal" {
-		mode = "on disk (SQLite, WAL, synchronous=normal)"
-	}
-	fmt.Fprintf(w, "\nDelivery benchmark: Temporal dev server %s, %d worker process(es), %d endpoint(s) per event, %d CPUs shared by the API,\n", mode, r.Workers, r.Endpoints, r.CPUs)
+	mode := map[string]string{
+		"memory":           "Temporal dev server in memory",
+		"sqlite-wal":       "Temporal dev server on disk (SQLite, WAL, synchronous=normal)",
+		"server-sqlite":    "temporal-server on SQLite in memory (history and visibility apart)",
+		"cluster-postgres": "temporal-server on PostgreSQL",
+	}[r.Temporal]
+	fmt.Fprintf(w, "\nDelivery benchmark: %s, %d worker process(es), %d endpoint(s) per event, %d CPUs shared by the API,\n", mode, r.Workers, r.Endpoints, r.CPUs)
 	fmt.Fprintf(w, "Temporal, the worker(s), PostgreSQL and this program (load generator and receiver).\n")
 	for _, x := range []struct {
 		name string

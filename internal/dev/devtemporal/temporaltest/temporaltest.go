@@ -17,10 +17,10 @@ import (
 // messages to t's output; when t has failed, the end of the log is shown before the server stops.
 //
 // With $BGCHECK_TEST_TEMPORAL=postgres (StoreEnv) it starts a Temporal cluster on the tests'
-// PostgreSQL instead, in fresh databases, unless opts name a Postgres already.
+// PostgreSQL instead, in fresh databases, unless opts name a Postgres, a database file or SQLite.
 func Start(t testing.TB, opts devtemporal.Options) *devtemporal.Server {
 	t.Helper()
-	if OnPostgres() && opts.Postgres == nil {
+	if OnPostgres() && opts.Postgres == nil && !opts.SQLite && opts.DBFile == "" {
 		opts.Postgres = NewPostgres(t)
 	}
 	if opts.LogFile == "" {
