@@ -75,6 +75,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bgcheck/bgcheck/tools/bench/internal/benchkit"
 )
 
 // options are the settings of one benchmark run.
@@ -99,10 +101,10 @@ type options struct {
 	workers       int
 	endpoints     int
 	keep          bool
-	apiEnv        envFlag
-	workerEnv     envFlag
-	temporalDC    envFlag
-	dbParams      envFlag
+	apiEnv        benchkit.EnvFlag
+	workerEnv     benchkit.EnvFlag
+	temporalDC    benchkit.EnvFlag
+	dbParams      benchkit.EnvFlag
 	historySample int
 	traceSample   int
 }
@@ -229,23 +231,10 @@ func (o options) validate() error {
 	return nil
 }
 
-// envFlag collects repeated NAME=VALUE flags.
-type envFlag []string
-
-func (e *envFlag) String() string { return strings.Join(*e, " ") }
-
-func (e *envFlag) Set(v string) error {
-	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
-		return errors.New("want NAME=VALUE")
-	}
-	*e = append(*e, v)
-	return nil
-}
-
 // dynamicConfig is the -temporal-dc flags as devstack's changes to the dynamic config make dev
 // and the end-to-end tests run Temporal with (devtemporal.Tuned): an empty value removes a
 // setting.
-func (e envFlag) dynamicConfig() map[string]string {
+func dynamicConfig(e benchkit.EnvFlag) map[string]string {
 	m := map[string]string{}
 	for _, kv := range e {
 		k, v, _ := strings.Cut(kv, "=")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/bgcheck/bgcheck/internal/dev/devstack"
+	"github.com/bgcheck/bgcheck/tools/bench/internal/benchkit"
 )
 
 // Application names the API's and the workers' connections carry, so their backends' CPU can be
@@ -76,7 +76,7 @@ func setUp(ctx context.Context, o options) (*stack, error) {
 	}
 	logf("starting the database and Temporal (%s)", kind)
 	st.dev, err = devstack.Start(ctx, devstack.Options{
-		Dir: st.work, DatabasePrefix: "bgcheck_bench_", Temporal: kind, DynamicConfig: o.temporalDC.dynamicConfig(),
+		Dir: st.work, DatabasePrefix: "bgcheck_bench_", Temporal: kind, DynamicConfig: dynamicConfig(o.temporalDC),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Keep: o.keep,
 	})
 	if err != nil {
@@ -130,7 +130,7 @@ func setUp(ctx context.Context, o options) (*stack, error) {
 // workers, each with its metrics on a port of its own.
 func (st *stack) startServices(ctx context.Context) error {
 	common := append(st.dev.Environ(), "BGCHECK_LOG_LEVEL=warn")
-	apiAddr, err := freeAddr()
+	apiAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (st *stack) startServices(ctx context.Context) error {
 	}
 	st.apiBase = "http://" + apiAddr
 	if err := st.api.WaitReady(ctx, st.apiBase+"/readyz", nil); err != nil {
-		return fmt.Errorf("%w\n%s", err, tail(filepath.Join(st.work, "bgcheck-api.log"), 3000))
+		return fmt.Errorf("%w\n%s", err, benchkit.Tail(filepath.Join(st.work, "bgcheck-api.log"), 3000))
 	}
 	for i := range st.o.workers {
 		env := append(common, "DATABASE_URL="+withParams(st.dev.DatabaseURL, appWorker, st.o.dbParams), "BGCHECK_WORKER_METRICS_ADDR=127.0.0.1:0")
@@ -234,26 +234,4 @@ func (st *stack) createEndpoint(ctx context.Context, url string) (string, error)
 		return "", fmt.Errorf("create endpoint: status %d: %.300s", resp.StatusCode, raw)
 	}
 	return ep.Secret, nil
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// tail returns the last n bytes of a file, for error messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }

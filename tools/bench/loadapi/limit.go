@@ -17,6 +17,7 @@ import (
 
 	"github.com/bgcheck/bgcheck/internal/dev/devstack"
 	"github.com/bgcheck/bgcheck/ratelimit"
+	"github.com/bgcheck/bgcheck/tools/bench/internal/benchkit"
 )
 
 // limitCheck is the -limit-check run: o.concurrency clients send GET /api/v1/webhooks/endpoints
@@ -39,7 +40,7 @@ func limitCheck(ctx context.Context, o options, stdout io.Writer, work string, d
 	}
 	var urls []string
 	for i := range o.instances {
-		addr, err := freeAddr()
+		addr, err := benchkit.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func limitCheck(ctx context.Context, o options, stdout io.Writer, work string, d
 		}
 		defer api.Stop(25 * time.Second)
 		if err := api.WaitReady(ctx, "http://"+addr+"/healthz", nil); err != nil {
-			return fmt.Errorf("%w\n%s", err, tail(logPath, 2000))
+			return fmt.Errorf("%w\n%s", err, benchkit.Tail(logPath, 2000))
 		}
 		urls = append(urls, "http://"+addr+"/api/v1/webhooks/endpoints")
 	}

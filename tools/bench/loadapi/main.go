@@ -51,12 +51,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/bgcheck/bgcheck/internal/dev/devstack"
 	"github.com/bgcheck/bgcheck/postgres/pgtest"
+	"github.com/bgcheck/bgcheck/tools/bench/internal/benchkit"
 )
 
 // options are the settings of one benchmark run.
@@ -69,7 +69,7 @@ type options struct {
 	keep         bool
 	apiLogLevel  string
 	poolMaxConns int
-	apiEnv       envFlag
+	apiEnv       benchkit.EnvFlag
 
 	limitCheck bool
 	limit      string
@@ -129,19 +129,6 @@ func usage() {
 	})
 }
 
-// envFlag collects repeated NAME=VALUE flags.
-type envFlag []string
-
-func (e *envFlag) String() string { return strings.Join(*e, " ") }
-
-func (e *envFlag) Set(v string) error {
-	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
-		return errors.New("want NAME=VALUE")
-	}
-	*e = append(*e, v)
-	return nil
-}
-
 func (o options) validate() error {
 	switch {
 	case o.concurrency < 1:
@@ -198,7 +185,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 		return limitCheck(ctx, o, stdout, work, dev)
 	}
 
-	apiAddr, err := freeAddr()
+	apiAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -223,7 +210,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	// /healthz, not /readyz: the API serves only once its database is migrated, and readiness
 	// would also ask for Temporal, which this benchmark does not need.
 	if err := api.WaitReady(ctx, "http://"+apiAddr+"/healthz", nil); err != nil {
-		return fmt.Errorf("%w\n%s", err, tail(apiLogPath, 2000))
+		return fmt.Errorf("%w\n%s", err, benchkit.Tail(apiLogPath, 2000))
 	}
 	apiURL := "http://" + apiAddr + "/api/v1/webhooks/endpoints"
 	body, err := seedEndpoints(ctx, apiURL, key, o.endpoints)
@@ -239,7 +226,7 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bareAddr, err := freeAddr()
+	bareAddr, err := benchkit.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -287,16 +274,4 @@ func withPoolMaxConns(dbURL string, n int) (string, error) {
 	q.Set("pool_max_conns", strconv.Itoa(n))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
-}
-
-// tail returns the last n bytes of a file, for error messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }

@@ -1,8 +1,11 @@
 // Package benchkit holds what the benchmark programs share beyond devstack (the stack both they
-// and the end-to-end tests start): the machine's CPU counters.
+// and the end-to-end tests start): the machine's CPU counters, repeated NAME=VALUE flags, free
+// ports and the ends of log files.
 package benchkit
 
 import (
+	"errors"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -34,4 +37,40 @@ func HostCPU() (busy, total uint64, ok bool) {
 		}
 	}
 	return total - idle, total, true
+}
+
+// EnvFlag collects repeated NAME=VALUE flags.
+type EnvFlag []string
+
+func (e *EnvFlag) String() string { return strings.Join(*e, " ") }
+
+// Set adds one NAME=VALUE.
+func (e *EnvFlag) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return errors.New("want NAME=VALUE")
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// Tail returns the last n bytes of a file, for error messages.
+func Tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
 }
