@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -43,17 +44,31 @@ type Process struct {
 }
 
 // StartProcess runs path with args, with this process's environment and env added, its output
-// going to out. The kernel kills it if this process dies without stopping it (on Linux).
+// going to out. The kernel ends it with SIGTERM if this process dies without stopping it (on
+// Linux).
 func StartProcess(name, path string, args, env []string, out io.Writer) (*Process, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = deathSignal()
-	if err := cmd.Start(); err != nil {
+	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// Linux sends the parent-death signal when the thread that started the child exits, not
+		// the process, and Go does end threads: the child is started from a thread locked to
+		// this goroutine, which ends only once the child has.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 
