@@ -10,8 +10,8 @@ import (
 )
 
 // DeliveriesChannel is the PostgreSQL notification channel on which new undispatched deliveries
-// are announced. Notifications are sent only when the transaction commits, so a listener never
-// looks for rows it cannot see yet.
+// are announced. Notifications are sent once the writing transaction has committed (see
+// announcer), so a listener never looks for rows it cannot see yet.
 const DeliveriesChannel = "bgcheck_deliveries"
 
 // CreateEvent stores a test event (POST /events/test) and its deliveries (see insertEvent)

@@ -253,10 +253,11 @@ func writeClusterConfig(dir string, p clusterPorts, opts Options) error {
 	return f.Close()
 }
 
-// sqliteStore names temporal-server's two SQLite databases and how it opens them.
+// sqliteStore names temporal-server's two SQLite databases (by the store they hold: default,
+// the history, and visibility) and how it opens them.
 type sqliteStore struct {
-	History, Visibility string
-	Attributes          map[string]string
+	Databases  map[string]string
+	Attributes map[string]string
 }
 
 // sqliteStores are the databases of temporal-server on SQLite: in memory (each its own, so each
@@ -265,10 +266,10 @@ type sqliteStore struct {
 // lose the last transactions, never the database).
 func sqliteStores(dbFile string) sqliteStore {
 	if dbFile == "" {
-		return sqliteStore{History: "history", Visibility: "visibility",
+		return sqliteStore{Databases: map[string]string{"default": "history", "visibility": "visibility"},
 			Attributes: map[string]string{"mode": "memory", "cache": "private"}}
 	}
-	return sqliteStore{History: dbFile, Visibility: dbFile + "-visibility",
+	return sqliteStore{Databases: map[string]string{"default": dbFile, "visibility": dbFile + "-visibility"},
 		Attributes: map[string]string{"cache": "private", "setup": "true", "journal_mode": "wal", "synchronous": "1"}}
 }
 
@@ -303,29 +304,18 @@ persistence:
   visibilityStore: visibility
 {{- if not .PG}}
   numHistoryShards: 1
-  datastores:
-    default:
+  datastores:{{range $store, $database := .SQLite.Databases}}
+    {{$store}}:
       sql:
         pluginName: sqlite
-        databaseName: "{{.SQLite.History}}"
+        databaseName: "{{$database}}"
         connectAddr: localhost
         connectProtocol: tcp
-        connectAttributes:{{range $k, $v := .SQLite.Attributes}}
+        connectAttributes:{{range $k, $v := $.SQLite.Attributes}}
           {{$k}}: "{{$v}}"{{end}}
         maxConns: 1
         maxIdleConns: 1
-        maxConnLifetime: 1h
-    visibility:
-      sql:
-        pluginName: sqlite
-        databaseName: "{{.SQLite.Visibility}}"
-        connectAddr: localhost
-        connectProtocol: tcp
-        connectAttributes:{{range $k, $v := .SQLite.Attributes}}
-          {{$k}}: "{{$v}}"{{end}}
-        maxConns: 1
-        maxIdleConns: 1
-        maxConnLifetime: 1h
+        maxConnLifetime: 1h{{end}}
 {{- else}}
   numHistoryShards: 4
   datastores:

@@ -222,10 +222,27 @@ func TestStartClusterOnPostgres(t *testing.T) {
 	assertClosed(t, s.Address)
 
 	again := temporaltest.Start(t, opts)
-	c = dial(t, again.Address)
-	d, err := c.DescribeWorkflowExecution(ctx, "kept", run.GetRunID())
-	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		t.Fatalf("after a restart the workflow is %v (%v), want running", d.GetWorkflowExecutionInfo().GetStatus(), err)
+	assertRunningAfterRestart(t, dial(t, again.Address), "kept", run.GetRunID())
+}
+
+// assertRunningAfterRestart checks that a workflow started before a server's restart runs after
+// it. A restarted temporal-server may answer "not enough hosts" until its membership settles
+// (seen once in a few dozen runs on PostgreSQL), so the question is asked for up to 30 seconds.
+func assertRunningAfterRestart(t *testing.T, c client.Client, id, runID string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		cancel()
+		status := d.GetWorkflowExecutionInfo().GetStatus()
+		if err == nil && status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("after a restart the workflow is %v (%v), want running", status, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
@@ -254,9 +271,6 @@ func TestStartServerOnSQLite(t *testing.T) {
 	}
 	again := temporaltest.Start(t, opts)
 	c := dial(t, again.Address)
-	d, err := c.DescribeWorkflowExecution(ctx, "kept", run.GetRunID())
-	if err != nil || d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		t.Fatalf("after a restart the workflow is %v (%v), want running", d.GetWorkflowExecutionInfo().GetStatus(), err)
-	}
+	assertRunningAfterRestart(t, c, "kept", run.GetRunID())
 	assertSearchAttributes(t, c, "BgcheckAccountID", "BgcheckEndpointID")
 }
