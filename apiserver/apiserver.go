@@ -105,6 +105,8 @@ func Serve(ctx context.Context, ln net.Listener, cfg config.Config, log *slog.Lo
 	tc, err := client.NewLazyClient(client.Options{
 		HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
 		Logger: tlog.NewStructuredLogger(log.With("source", "temporal-sdk")),
+		// Uncompressed, as the workers' (see worker.dial): its requests are small.
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
 	})
 	if err != nil {
 		ln.Close()
