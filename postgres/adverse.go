@@ -55,7 +55,7 @@ func (db *DB) CreateAdverseAction(ctx context.Context, t bgcheck.Tenant, checkID
 		}); err != nil {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -111,7 +111,7 @@ func (db *DB) CancelAdverseAction(ctx context.Context, accountID string, mode bg
 		}
 		return nil, bgcheck.Errorf(bgcheck.CodeAdverseActionClosed, "this adverse action is already %s", a.Status)
 	}
-	db.announcer.announce()
+	db.announcer.announce(false)
 	return db.FindAdverseAction(ctx, accountID, mode, id)
 }
 

@@ -31,19 +31,31 @@ func listen(t *testing.T, db *postgres.DB) *pgx.Conn {
 
 // notified reports whether a notification arrives within d.
 func notified(conn *pgx.Conn, d time.Duration) bool {
+	_, ok := notification(conn, d)
+	return ok
+}
+
+// notification is the payload of the notification that arrives within d, if one does.
+func notification(conn *pgx.Conn, d time.Duration) (payload string, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	_, err := conn.WaitForNotification(ctx)
-	return err == nil
+	n, err := conn.WaitForNotification(ctx)
+	if err != nil {
+		return "", false
+	}
+	return n.Payload, true
 }
 
 // An event with deliveries wakes the dispatchers once its transaction has committed (the
 // announcement is sent from outside the transaction, so that event inserts do not serialize on
-// PostgreSQL's notify lock); an event no endpoint subscribes to wakes nobody.
+// PostgreSQL's notify lock), saying that it wrote only new deliveries; an event no endpoint
+// subscribes to wakes nobody; and a write to another outbox (here: the cancels of a deleted
+// endpoint's deliveries) is announced without that payload, so the dispatchers read every
+// outbox.
 func TestCommittedDeliveriesAreAnnounced(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
-	tn, _ := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"check.completed"})
+	tn, endpoints := tenantWithEndpoints(t, db, bgcheck.ModeTest, []string{"check.completed"})
 	conn := listen(t, db)
 
 	if _, err := db.CreateEvent(ctx, tn, "report.ready", webhook.SampleData("report.ready")); err != nil {
@@ -56,9 +68,22 @@ func TestCommittedDeliveriesAreAnnounced(t *testing.T) {
 		if _, err := db.CreateEvent(ctx, tn, "check.completed", webhook.SampleData("check.completed")); err != nil {
 			t.Fatal(err)
 		}
-		if !notified(conn, 5*time.Second) {
+		payload, ok := notification(conn, 5*time.Second)
+		if !ok {
 			t.Fatal("an event with a delivery was not announced within 5 s")
 		}
+		if payload != postgres.NewDeliveriesOnly {
+			t.Fatalf("an event's announcement has payload %q, want %q", payload, postgres.NewDeliveriesOnly)
+		}
+	}
+
+	canceled, err := db.DeleteEndpoint(ctx, tn, endpoints[0])
+	if err != nil || len(canceled) != 3 {
+		t.Fatalf("DeleteEndpoint: %d canceled, %v; want the 3 pending deliveries", len(canceled), err)
+	}
+	payload, ok := notification(conn, 5*time.Second)
+	if !ok || payload != "" {
+		t.Fatalf("the deleted endpoint's cancels: notified %v with payload %q, want an empty payload", ok, payload)
 	}
 }
 

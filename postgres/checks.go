@@ -66,7 +66,7 @@ func (db *DB) CreateCheck(ctx context.Context, t bgcheck.Tenant, n NewCheck) (*b
 		}); err != nil {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -174,7 +174,7 @@ func endCheck(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, id string, statu
 	}); err != nil {
 		return err
 	}
-	err := announceDeliveries(ctx, tx)
+	err := announceOutbox(ctx, tx)
 	return err
 }
 

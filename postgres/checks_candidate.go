@@ -150,7 +150,7 @@ func (db *DB) AuthorizeCheck(ctx context.Context, userID, checkID string, d Cand
 		if err := recordUsage(ctx, tx, checkID); err != nil {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	if err != nil {

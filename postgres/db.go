@@ -67,7 +67,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("postgres: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	db := &DB{pool: pool, announcer: startAnnouncer(pool)}
-	db.events = startEventWriter(pool, db.announcer.announce)
+	db.events = startEventWriter(pool, func() { db.announcer.announce(true) })
 	for _, o := range opts {
 		o(db)
 	}
@@ -90,7 +90,7 @@ func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // inTx runs fn in one transaction: committed when fn returns nil, rolled back otherwise.
-// A transaction that calls announceDeliveries is announced to the dispatchers after it commits.
+// A transaction that calls announceOutbox is announced to the dispatchers after it commits.
 func (db *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	var otx *outboxTx
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
@@ -98,7 +98,7 @@ func (db *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		return fn(otx)
 	})
 	if err == nil && otx.announce {
-		db.announcer.announce()
+		db.announcer.announce(!otx.others)
 	}
 	return err
 }

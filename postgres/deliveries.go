@@ -89,7 +89,7 @@ func (db *DB) redeliver(ctx context.Context, accountID string, mode bgcheck.Mode
 		if err != nil {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceNewDeliveries(ctx, tx)
 		return err
 	})
 	return d, err

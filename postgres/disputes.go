@@ -69,7 +69,7 @@ func (db *DB) FileDispute(ctx context.Context, userID, checkID, screening, reaso
 		}); err != nil {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -222,7 +222,7 @@ func (db *DB) ResolveDispute(ctx context.Context, accountID, id string, r Disput
 				return err
 			}
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func (db *DB) ResumeEndpoint(ctx context.Context, t bgcheck.Tenant, id string) (
 			WHERE endpoint_id = $1 AND held_by_pause`, id); err != nil {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	return ep, err

@@ -171,7 +171,7 @@ func (db *DB) DeleteEndpoint(ctx context.Context, t bgcheck.Tenant, id string) (
 		if canceled, err = pgx.CollectRows(rows, pgx.RowToStructByPos[CanceledDelivery]); err != nil || len(canceled) == 0 {
 			return err
 		}
-		err = announceDeliveries(ctx, tx)
+		err = announceOutbox(ctx, tx)
 		return err
 	})
 	return canceled, err

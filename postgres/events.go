@@ -49,7 +49,7 @@ func insertEvent(ctx context.Context, tx pgx.Tx, t bgcheck.Tenant, eventType str
 	}
 	ev.Deliveries = counts[ev.ID]
 	if ev.Deliveries > 0 {
-		if err := announceDeliveries(ctx, tx); err != nil {
+		if err := announceNewDeliveries(ctx, tx); err != nil {
 			return nil, err
 		}
 	}

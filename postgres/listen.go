@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// Listen calls notify for every notification on channel until ctx ends, holding one connection
-// of the pool. When the connection breaks it reconnects and calls notify once, since
-// notifications sent in between are lost.
-func (db *DB) Listen(ctx context.Context, channel string, notify func(), log *slog.Logger) {
+// Listen calls notify with the payload of every notification on channel until ctx ends, holding
+// one connection of the pool. When the connection breaks it reconnects and calls notify once
+// with an empty payload, since notifications sent in between are lost.
+func (db *DB) Listen(ctx context.Context, channel string, notify func(payload string), log *slog.Logger) {
 	for ctx.Err() == nil {
 		err := db.listenOnce(ctx, channel, notify)
 		if ctx.Err() != nil {
@@ -21,11 +21,11 @@ func (db *DB) Listen(ctx context.Context, channel string, notify func(), log *sl
 			return
 		case <-time.After(time.Second):
 		}
-		notify()
+		notify("")
 	}
 }
 
-func (db *DB) listenOnce(ctx context.Context, channel string, notify func()) error {
+func (db *DB) listenOnce(ctx context.Context, channel string, notify func(payload string)) error {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -36,9 +36,10 @@ func (db *DB) listenOnce(ctx context.Context, channel string, notify func()) err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+channel)
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		notify()
+		notify(n.Payload)
 	}
 }

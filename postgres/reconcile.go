@@ -49,7 +49,7 @@ func (db *DB) RedispatchDelivery(ctx context.Context, id string, series int) err
 	_, err := db.pool.Exec(ctx, `UPDATE deliveries SET dispatched_at = NULL, dispatch_lease_until = NULL,
 		reconciled_at = NULL, updated_at = now() WHERE id = $1 AND series = $2 AND status = 'pending'`, id, series)
 	if err == nil {
-		db.announcer.announce()
+		db.announcer.announce(true)
 	}
 	return err
 }

@@ -31,7 +31,7 @@ func (db *DB) StartRecovery(ctx context.Context, t bgcheck.Tenant, endpointID st
 		r, err = collectOne[bgcheck.Recovery](rows, err)
 		if err == nil {
 			created = true
-			err = announceDeliveries(ctx, tx)
+			err = announceOutbox(ctx, tx)
 			return err
 		}
 		if err != bgcheck.ErrNotFound {
@@ -77,7 +77,7 @@ func (db *DB) RedeliverForRecovery(ctx context.Context, recoveryID string, ids [
 		)
 		UPDATE recoveries SET redelivered = redelivered + (SELECT count(*) FROM redone) WHERE id = $1`, recoveryID, ids)
 	if err == nil {
-		db.announcer.announce()
+		db.announcer.announce(true)
 	}
 	return err
 }
