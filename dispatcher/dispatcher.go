@@ -103,8 +103,8 @@ func (d *Dispatcher) Poke() {
 
 // notified is a notification on postgres.DeliveriesChannel. One of new deliveries only (the
 // events' announcements) wakes a round that only claims deliveries: at 150 events/s a round
-// claimed one or two, and reading the six other outboxes each time cost PostgreSQL about eight
-// transactions an event.
+// claimed one or two, and reading the seven other outboxes each time cost PostgreSQL about
+// eight transactions an event.
 func (d *Dispatcher) notified(payload string) {
 	if payload != postgres.NewDeliveriesOnly {
 		d.outboxesDue.Store(true)
