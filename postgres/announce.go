@@ -75,11 +75,7 @@ func (a *announcer) run(ctx context.Context) {
 		next := time.Now().Add(announceGap)
 		nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		// An error is left to the dispatchers' polling, which finds the rows within a second.
-		payload := NewDeliveriesOnly
-		if a.others.Swap(false) {
-			payload = ""
-		}
-		_, _ = a.pool.Exec(nctx, `SELECT pg_notify('`+DeliveriesChannel+`', $1)`, payload)
+		_, _ = a.pool.Exec(nctx, `SELECT pg_notify('`+DeliveriesChannel+`', $1)`, payload(!a.others.Swap(false)))
 		cancel()
 		select {
 		case <-ctx.Done():
@@ -122,10 +118,14 @@ func announce(ctx context.Context, tx pgx.Tx, onlyNewDeliveries bool) error {
 		o.others = o.others || !onlyNewDeliveries
 		return nil
 	}
-	payload := NewDeliveriesOnly
-	if !onlyNewDeliveries {
-		payload = ""
-	}
-	_, err := tx.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', $1)`, payload)
+	_, err := tx.Exec(ctx, `SELECT pg_notify('`+DeliveriesChannel+`', $1)`, payload(onlyNewDeliveries))
 	return err
+}
+
+// payload is the payload of a notification that announces new deliveries only, or any outbox.
+func payload(onlyNewDeliveries bool) string {
+	if onlyNewDeliveries {
+		return NewDeliveriesOnly
+	}
+	return ""
 }
