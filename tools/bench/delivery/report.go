@@ -270,10 +270,10 @@ func printStages(w io.Writer, s stageStats, t traceStats) {
 	if len(t.Slowest) > 0 {
 		fmt.Fprintln(w, "the slowest events, ms after their POST was due:")
 		tw = table(w)
-		fmt.Fprintln(tw, "event	created	claimed	workflow started	task started	attempt started	received	completed	tasks	")
+		fmt.Fprintln(tw, "event	created	claimed	workflow started	task started	attempt started	received	completed	tasks	first task	")
 		for _, e := range t.Slowest {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t\n", e.EventID, e.CreatedMs, e.ClaimedMs, e.StartedMs,
-				e.TaskStartedMs, e.AttemptMs, e.ReceivedMs, e.CompletedMs, e.TaskAttempts)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%s\t\n", e.EventID, e.CreatedMs, e.ClaimedMs, e.StartedMs,
+				e.TaskStartedMs, e.AttemptMs, e.ReceivedMs, e.CompletedMs, e.TaskAttempts, e.FirstTaskEnd)
 		}
 		tw.Flush()
 	}

@@ -44,6 +44,9 @@ type slowEvent struct {
 	CompletedMs   float64 `json:"workflow_completed_ms"`
 	// TaskAttempts counts WorkflowTaskStarted events: more than one means a task failed or timed out.
 	TaskAttempts int `json:"workflow_task_attempts"`
+	// FirstTaskEnd says how the first of several workflow tasks ended: the event that closed it
+	// (WorkflowTaskFailed with its cause, WorkflowTaskTimedOut with its timeout type).
+	FirstTaskEnd string `json:"first_task_end,omitempty"`
 }
 
 // traceSlowest traces the n events that took longest to arrive.
@@ -67,11 +70,14 @@ func (b *bench) traceSlowest(ctx context.Context, sends []send, arrivals []time.
 		e := slowEvent{EventID: s.id, TotalMs: ms(arrivals[i]), CreatedMs: ms(s.createdAt), ReceivedMs: ms(arrivals[i])}
 		if ts, ok := st[s.id]; ok {
 			e.ClaimedMs, e.AttemptMs = ms(ts.dispatched), ms(ts.started)
-			if ev, tasks, err := b.historyTrace(ctx, workflows.WorkflowID(ts.deliveryID, ts.series)); err == nil {
+			if ev, tasks, firstEnd, err := b.historyTrace(ctx, workflows.WorkflowID(ts.deliveryID, ts.series)); err == nil {
 				e.StartedMs = ms(ev[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED])
 				e.TaskStartedMs = ms(ev[enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED])
 				e.CompletedMs = ms(ev[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED])
 				e.TaskAttempts = tasks
+				if tasks > 1 {
+					e.FirstTaskEnd = firstEnd
+				}
 			}
 		}
 		out = append(out, e)
@@ -114,29 +120,42 @@ func (b *bench) traceSample(ctx context.Context, sends []send, arrivals []time.T
 
 // historyTimes returns the time of the first event of each type in a workflow's history.
 func (b *bench) historyTimes(ctx context.Context, workflowID string) (map[enumspb.EventType]time.Time, error) {
-	out, _, err := b.historyTrace(ctx, workflowID)
+	out, _, _, err := b.historyTrace(ctx, workflowID)
 	return out, err
 }
 
-// historyTrace returns the time of the first event of each type in a workflow's history, and how
-// many workflow tasks were started.
-func (b *bench) historyTrace(ctx context.Context, workflowID string) (map[enumspb.EventType]time.Time, int, error) {
+// historyTrace returns the time of the first event of each type in a workflow's history, how many
+// workflow tasks were started, and how the first one ended.
+func (b *bench) historyTrace(ctx context.Context, workflowID string) (map[enumspb.EventType]time.Time, int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out := map[enumspb.EventType]time.Time{}
-	tasks := 0
+	tasks, firstEnd := 0, ""
 	iter := b.st.tc.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
-		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 			tasks++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			if firstEnd == "" {
+				firstEnd = "failed: " + ev.GetWorkflowTaskFailedEventAttributes().GetCause().String()
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			if firstEnd == "" {
+				firstEnd = "timed out: " + ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType().String()
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			if firstEnd == "" {
+				firstEnd = "completed"
+			}
 		}
 		if _, ok := out[ev.GetEventType()]; !ok {
 			out[ev.GetEventType()] = ev.GetEventTime().AsTime()
 		}
 	}
-	return out, tasks, nil
+	return out, tasks, firstEnd, nil
 }
