@@ -24,10 +24,10 @@ package devtemporal
 //     temporal-server keeps up to 128,000 workflows' mutable state in memory for an hour by
 //     default, so every delivery it ran stays in its Go heap, and the collector's marking grows
 //     with it (on the cluster on PostgreSQL after 22,000 deliveries: 985 MB resident, 402 MB
-//     with the cap). A delivery's workflow needs its state for seconds. At 200 events/s after 30,000
-//     deliveries on the server on SQLite, p99 155 and 207 ms against 407, 565 and 579 ms; on the
-//     cluster on PostgreSQL at 150 events/s, p99 162 ms against 462 ms. 2048 was as good in the
-//     open loop but drained a backlog of 12,000 in 90 s against 41–43 s.
+//     with the cap). A delivery's workflow needs its state for seconds. At 200 events/s after
+//     30,000 deliveries on the server on SQLite, p99 155 and 207 ms against 407, 565 and 579 ms;
+//     on the cluster on PostgreSQL at 150 events/s, p99 162 ms against 462 ms. 2048 was as good
+//     in the open loop but drained a backlog of 12,000 in 90 s against 41–43 s.
 func Tuned() map[string]string {
 	return map[string]string{
 		"system.forceSearchAttributesCacheRefreshOnRead": "false",
