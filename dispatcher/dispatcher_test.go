@@ -289,14 +289,14 @@ func (slogAdapter) Info(string, ...any)  {}
 func (slogAdapter) Warn(string, ...any)  {}
 func (slogAdapter) Error(string, ...any) {}
 
-// A check whose workflow cannot start (a cluster without the check search attributes, say)
-// never holds up deliveries: the check waits, recorded, and every delivery is dispatched.
-func TestAStuckCheckDoesNotHoldUpDeliveries(t *testing.T) {
+// stuckCheck creates a check in the account of the delivery deliveryID, and a Temporal client
+// that refuses to start any check's workflow (as a cluster without the check search attributes
+// would); it returns the account's test-mode tenant and that client.
+func stuckCheck(t *testing.T, db *postgres.DB, deliveryID string) (bgcheck.Tenant, *faultyTemporal) {
+	t.Helper()
 	ctx := context.Background()
-	db := pgtest.NewDB(t)
-	ids := deliveries(t, db, 5)
 	var acct string
-	if err := db.Pool().QueryRow(ctx, `SELECT account_id FROM deliveries WHERE id = $1`, ids[0]).Scan(&acct); err != nil {
+	if err := db.Pool().QueryRow(ctx, `SELECT account_id FROM deliveries WHERE id = $1`, deliveryID).Scan(&acct); err != nil {
 		t.Fatal(err)
 	}
 	tn := bgcheck.Tenant{AccountID: acct, Mode: bgcheck.ModeTest}
@@ -316,6 +316,16 @@ func TestAStuckCheckDoesNotHoldUpDeliveries(t *testing.T) {
 		}
 		return nil
 	})
+	return tn, temporal
+}
+
+// A check whose workflow cannot start (a cluster without the check search attributes, say)
+// never holds up deliveries: the check waits, recorded, and every delivery is dispatched.
+func TestAStuckCheckDoesNotHoldUpDeliveries(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	ids := deliveries(t, db, 5)
+	_, temporal := stuckCheck(t, db, ids[0])
 	logs := &lockedBuffer{}
 	d := dispatcher.New(db, temporal, dispatcher.Options{PollInterval: 20 * time.Millisecond}, slog.New(slog.NewTextHandler(logs, nil)))
 	runCtx, stop := context.WithCancel(ctx)
@@ -333,4 +343,60 @@ func TestAStuckCheckDoesNotHoldUpDeliveries(t *testing.T) {
 	if n := strings.Count(logs.String(), "cannot start or signal check workflows"); n != 1 {
 		t.Fatalf("%d lines about the stuck check:\n%s", n, logs.String())
 	}
+}
+
+// startsOf counts the start requests of workflows whose id begins with prefix.
+func (f *faultyTemporal) startsOf(prefix string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for id, c := range f.calls {
+		if strings.HasPrefix(id, prefix) {
+			n += c
+		}
+	}
+	return n
+}
+
+// A notification of new deliveries only wakes a round that claims deliveries and leaves the other
+// outboxes alone; any other notification has them read at once. A check whose start Temporal
+// refuses is tried again on every round that reads the checks' outbox, so its start requests
+// count those rounds; the polling interval is an hour, so nothing but notifications drives them.
+func TestNewDeliveriesAloneDoNotReadTheOtherOutboxes(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	ids := deliveries(t, db, 1)
+	tn, temporal := stuckCheck(t, db, ids[0])
+	d := dispatcher.New(db, temporal, dispatcher.Options{PollInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	undispatched := func() bool {
+		n, err := db.CountUndispatched(ctx)
+		return err == nil && n == 0
+	}
+	// The first round reads every outbox.
+	waitFor(t, 20*time.Second, "the first round: the delivery dispatched, the check tried", func() bool {
+		return undispatched() && temporal.startsOf("check-") > 0
+	})
+	tried := temporal.startsOf("check-")
+
+	for range 5 {
+		if _, err := db.CreateEvent(ctx, tn, "check.created", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "a new event's delivery dispatched on its notification", undispatched)
+	}
+	if got := temporal.startsOf("check-"); got != tried {
+		t.Fatalf("rounds woken by new deliveries read the checks' outbox: %d start requests for the check, want %d", got, tried)
+	}
+
+	if _, err := db.Pool().Exec(ctx, `SELECT pg_notify($1, '')`, postgres.DeliveriesChannel); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a notification without the deliveries payload has the checks' outbox read", func() bool {
+		return temporal.startsOf("check-") > tried
+	})
 }
